@@ -1,0 +1,73 @@
+/**
+ * Human approval: one interrupt carrying every step that waits, answered by a resume value
+ * `{ decisions: { [stepId]: { decision, arguments?, comment? } } }` for any subset of them
+ * (see ../shared/NOTES.md §2: one interrupt per round, decisions wrapped in our own object).
+ * Unanswered steps stay waiting; the scheduler runs the answered ones at once.
+ */
+import { interrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { z } from "zod";
+import { ErrorCode } from "../src/kernel/errors.js";
+import { EventType } from "../src/kernel/events.js";
+import { emitter } from "./emit.js";
+import type { RuntimeEnv } from "./env.js";
+import type { Decision, RunState, RunUpdate } from "./state.js";
+
+export const DecisionSchema = z
+  .object({
+    decision: z.enum(["approve", "reject"]),
+    arguments: z.record(z.string(), z.unknown()).optional(),
+    comment: z.string().max(4_000).optional(),
+    at: z.string().optional(),
+  })
+  .strict();
+
+export const ResumeSchema = z.union([
+  z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict(),
+  z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict(),
+]);
+export type ResumeValue = z.infer<typeof ResumeSchema>;
+
+export interface PendingConfirmation {
+  stepId: string;
+  skillName: string;
+  arguments: unknown;
+  preview: unknown;
+}
+
+export interface ConfirmationInterrupt {
+  type: "confirmation";
+  runId: string;
+  pending: PendingConfirmation[];
+}
+
+export function pendingConfirmations(state: Pick<RunState, "steps" | "plan">): PendingConfirmation[] {
+  const out: PendingConfirmation[] = [];
+  for (const s of state.plan.steps) {
+    const r = state.steps[s.stepId];
+    if (r?.status === "waiting_confirmation") out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null });
+  }
+  return out;
+}
+
+export function makeApprovalNode(env: RuntimeEnv) {
+  return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
+    const pending = pendingConfirmations(state);
+    const ids = new Set(pending.map((p) => p.stepId));
+    // decisions that reached this process between the scheduler's exit and now
+    const early: Record<string, Decision> = {};
+    for (const [id, d] of env.controls.take(state.runId)) if (ids.has(id)) early[id] = d;
+    if (Object.keys(early).length) return { decisions: early, status: "running" };
+
+    emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: [...ids] }, [...ids].join(","));
+    const payload: ConfirmationInterrupt = { type: "confirmation", runId: state.runId, pending };
+    const raw = interrupt(payload);
+    const parsed = ResumeSchema.safeParse(raw);
+    if (!parsed.success) return { status: "waiting_confirmation" }; // the runtime validates first; ignore junk
+    if ("cancel" in parsed.data) {
+      return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: parsed.data.reason ?? "run cancelled" }, status: "running" };
+    }
+    const decisions: Record<string, Decision> = {};
+    for (const [id, d] of Object.entries(parsed.data.decisions)) if (ids.has(id)) decisions[id] = d;
+    return { decisions, status: "running" };
+  };
+}

@@ -1,0 +1,390 @@
+/**
+ * The scheduler node: drives the pure Scheduler with real work. Each step attempt (and each
+ * preview, fallback and consumed decision) is a durable functional-API task pinned to a slot,
+ * so a finished step is saved the moment it ends and its successors start at once, without
+ * waiting for a superstep boundary (see ARCHITECTURE.md).
+ *
+ * The node returns when nothing runs and nothing can start: the run is finished, halted, or
+ * waits for confirmations (then the approval node interrupts and routes back here).
+ */
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { abortableSleep } from "../skills/core/index.js";
+import { AsyncQueue } from "../src/kernel/async-queue.js";
+import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/kernel/errors.js";
+import { EventType } from "../src/kernel/events.js";
+import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attempt.js";
+import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
+import type { StepStatus } from "../src/kernel/status.js";
+import { resolveArguments } from "../src/plan/refs.js";
+import { decideRetry } from "../src/plan/retry-policy.js";
+import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
+import { callDurable, Slot } from "./durable-task.js";
+import { emitter } from "./emit.js";
+import type { RuntimeEnv } from "./env.js";
+import type { Decision, RunState, RunUpdate, StepRecord } from "./state.js";
+
+type Completion =
+  | { kind: "attempt"; id: string; attempt: number; res: AttemptResult }
+  | { kind: "preview"; id: string; res: { ok: true; preview: unknown } | { ok: false; error: StepError } }
+  | { kind: "fallback"; id: string; original: StepError; res: AttemptResult }
+  | { kind: "retry"; id: string; attempt: number }
+  | { kind: "decision"; id: string; decision: Decision }
+  /** Wakes the loop after a cancel or the deadline; carries no work. */
+  | { kind: "wake" };
+
+const RESTORE: Partial<Record<StepStatus, RestoredStatus>> = {
+  completed: "completed",
+  failed: "failed",
+  skipped: "skipped",
+  cancelled: "cancelled",
+  waiting_confirmation: "parked",
+  rolled_back: "completed",
+  rollback_failed: "completed",
+};
+
+export function makeSchedulerNode(env: RuntimeEnv) {
+  return async function scheduler(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
+    const t0 = env.now();
+    const runId = state.runId;
+    const compiled = compilePlan(state.plan, { registry: env.registry });
+    const { plan } = compiled;
+    const emit = emitter(config, env);
+    const iso = () => new Date(env.now()).toISOString();
+
+    const touched: Record<string, StepRecord> = {};
+    const rec = (id: string): StepRecord => touched[id] ?? state.steps[id] ?? { status: "pending", attempts: 0 };
+    const set = (id: string, patch: Partial<StepRecord>) => (touched[id] = { ...rec(id), ...patch });
+    const outputs: Record<string, unknown> = {};
+    for (const [id, r] of Object.entries(state.steps)) if (r.status === "completed" || r.status === "rolled_back" || r.status === "rollback_failed") outputs[id] = r.output;
+    const memory: Record<string, unknown> = { ...state.memory };
+    const memoryUpdate: Record<string, unknown> = {};
+    const completionOrder: string[] = [];
+
+    const restored = new Map<string, RestoredStatus>();
+    for (const [id, r] of Object.entries(state.steps)) {
+      const st = RESTORE[r.status];
+      if (st) restored.set(id, st);
+    }
+    const sched = Scheduler.restore(
+      compiled.steps.map((c) => ({ id: c.id, deps: c.deps, successors: c.successors, priority: c.priority, onFailure: c.onFailure })),
+      { maxConcurrency: plan.maxConcurrency },
+      restored,
+      compiled.topo,
+    );
+
+    let halt: RunState["halt"] = null;
+    let runError = state.error;
+    const haltCtl = new AbortController();
+    const stepCtls = new Map<string, AbortController>();
+    const queue = new AsyncQueue<Completion>();
+    let inflight = 0;
+    const track = <T>(p: Promise<T>, done: (v: T) => Completion, failed: (e: unknown) => Completion) => {
+      inflight++;
+      p.then((v) => queue.push(done(v)), (e) => queue.push(failed(e)));
+    };
+
+    function haltRun(kind: "fail_fast" | "deadline" | "cancelled", error: StepError): void {
+      if (halt) return;
+      halt = kind;
+      runError = error;
+      haltCtl.abort();
+      for (const id of sched.halt()) {
+        set(id, { status: "cancelled", finishedAt: iso(), error: { code: error.code === ErrorCode.DEADLINE_EXCEEDED ? error.code : ErrorCode.CANCELLED, message: `not run: ${error.message}` } });
+        emit(EventType.step_cancelled, id, { reason: kind });
+      }
+      const reason = new ToolchainError(kind === "deadline" ? ErrorCode.DEADLINE_EXCEEDED : ErrorCode.CANCELLED, kind === "fail_fast" ? "cancelled by fail_fast" : error.message);
+      for (const c of stepCtls.values()) c.abort(reason);
+    }
+
+    // arguments are resolved once per step when it is about to start (its inputs are final then)
+    const argCache = new Map<string, { args: Record<string, unknown> } | { error: StepError }>();
+    function argsFor(c: CompiledStep) {
+      let r = argCache.get(c.id);
+      if (!r) {
+        try {
+          const base = rec(c.id).approvedArguments ?? c.step.arguments;
+          r = { args: resolveArguments(base, { context: state.context, memory, steps: outputs }) };
+        } catch (e) {
+          r = { error: { ...toStepError(e), effectStarted: false } };
+        }
+        argCache.set(c.id, r);
+      }
+      return r;
+    }
+    function claimsOf(id: string): Claims {
+      const c = compiled.byId.get(id)!;
+      const r = argsFor(c);
+      const keys: string[] = [];
+      if (c.skill.parallelSafe === false) keys.push(`skill:${c.skill.name}`);
+      if ("args" in r && c.skill.serialKey) {
+        const parsed = c.skill.input.safeParse(r.args);
+        const k = parsed.success ? c.skill.serialKey(parsed.data) : undefined;
+        if (k !== undefined) keys.push(`key:${k}`);
+      }
+      return { serialKeys: keys, resource: c.skill.resource };
+    }
+
+    function needsConfirmation(c: CompiledStep, args: Record<string, unknown>): boolean {
+      if (rec(c.id).approvedArguments !== undefined) return false;
+      if (c.step.requireConfirmation !== undefined) return c.step.requireConfirmation;
+      const rc = c.skill.requiresConfirmation;
+      if (typeof rc !== "function") return Boolean(rc);
+      const parsed = c.skill.input.safeParse(args);
+      return parsed.success ? rc(parsed.data) : false;
+    }
+
+    function launch(id: string): void {
+      const c = compiled.byId.get(id)!;
+      const r = argsFor(c);
+      if ("error" in r) return finishFailed(c, r.error);
+      if (needsConfirmation(c, r.args)) {
+        set(id, { status: "running", input: r.args, startedAt: rec(id).startedAt ?? iso() });
+        const preview = c.skill.preview;
+        const parsed = c.skill.input.safeParse(r.args);
+        if (!parsed.success) {
+          return finishFailed(c, { code: ErrorCode.INVALID_INPUT, message: `input does not match ${c.skill.name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`, effectStarted: false });
+        }
+        track(
+          callDurable(config, `preview.${id}`, c.index, Slot.preview, async () => {
+            try {
+              const p = preview
+                ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context })
+                : null;
+              return { ok: true as const, preview: p ?? null };
+            } catch (e) {
+              return { ok: false as const, error: toStepError(e) };
+            }
+          }),
+          (res) => ({ kind: "preview", id, res }),
+          (e) => ({ kind: "preview", id, res: { ok: false, error: toStepError(e) } }),
+        );
+        return;
+      }
+      startAttempt(c, rec(id).attempts + 1, r.args);
+    }
+
+    function startAttempt(c: CompiledStep, attempt: number, args: Record<string, unknown>): void {
+      const ctl = new AbortController();
+      stepCtls.set(c.id, ctl);
+      set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso() });
+      emit(EventType.step_started, c.id, { attempt, skillName: c.skill.name }, `${attempt}`);
+      track(
+        callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), () =>
+          executeAttempt({
+            skill: c.skill,
+            args,
+            runId,
+            stepId: c.id,
+            attempt,
+            idempotencyKey: `${runId}:${c.id}`,
+            context: state.context,
+            logger: env.logger(runId, c.id),
+            signal: ctl.signal,
+            timeoutMs: c.step.timeoutMs,
+          }),
+        ),
+        (res) => ({ kind: "attempt", id: c.id, attempt, res }),
+        (e) => ({ kind: "attempt", id: c.id, attempt, res: { ok: false, durationMs: 0, error: toStepError(e) } }),
+      );
+    }
+
+    function completeStep(c: CompiledStep, output: unknown, extra: Partial<StepRecord> = {}): void {
+      set(c.id, { status: "completed", output, finishedAt: iso(), ...extra });
+      outputs[c.id] = output;
+      if (c.step.saveResultAs) memory[c.step.saveResultAs] = memoryUpdate[c.step.saveResultAs] = output;
+      completionOrder.push(c.id);
+      emit(EventType.step_completed, c.id, { attempts: rec(c.id).attempts, usedFallback: extra.usedFallback ?? false });
+      sched.complete(c.id);
+    }
+
+    function finishFailed(c: CompiledStep, error: StepError, extra: Partial<StepRecord> = {}): void {
+      set(c.id, { status: "failed", error, finishedAt: iso(), ...extra });
+      emit(EventType.step_failed, c.id, { error, attempts: rec(c.id).attempts, ...(extra.retrySuppressed ? { retrySuppressed: extra.retrySuppressed } : {}) });
+      const r = sched.fail(c.id);
+      for (const s of r.skipped) {
+        set(s, { status: "skipped", finishedAt: iso(), error: { code: error.code, message: `skipped: dependency "${c.id}" failed` } });
+        emit(EventType.step_skipped, s, { because: c.id });
+      }
+      if (r.halted) haltRun("fail_fast", error);
+    }
+
+    function failOrFallback(c: CompiledStep, error: StepError, retrySuppressed?: string): void {
+      const extra: Partial<StepRecord> = retrySuppressed ? { retrySuppressed } : {};
+      const fb = c.step.fallback;
+      if (!fb || halt) return finishFailed(c, error, extra);
+      if ("value" in fb) return completeStep(c, fb.value ?? null, { usedFallback: true, error, ...extra });
+      const skill = env.registry.get(fb.skillName)!;
+      let args: Record<string, unknown>;
+      try {
+        args = resolveArguments(fb.arguments ?? {}, { context: state.context, memory, steps: outputs }, "fallback.arguments");
+      } catch (e) {
+        return finishFailed(c, { ...error, details: { fallbackError: toStepError(e) } }, extra);
+      }
+      const ctl = new AbortController();
+      stepCtls.set(c.id, ctl);
+      track(
+        callDurable(config, `fallback.${c.id}`, c.index, Slot.fallback, () =>
+          executeAttempt({ skill, args, runId, stepId: c.id, attempt: 1, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs }),
+        ),
+        (res) => ({ kind: "fallback", id: c.id, original: error, res }),
+        (e) => ({ kind: "fallback", id: c.id, original: error, res: { ok: false, durationMs: 0, error: toStepError(e) } }),
+      );
+    }
+
+    function applyDecision(id: string, d: Decision): void {
+      const c = compiled.byId.get(id);
+      if (!c || rec(id).status !== "waiting_confirmation" || halt) return;
+      if (d.decision === "approve") {
+        const approved = d.arguments ?? (rec(id).input as Record<string, unknown> | undefined) ?? c.step.arguments;
+        set(id, { approvedArguments: approved });
+        argCache.delete(id);
+        emit(EventType.step_confirmed, id, { decision: "approve", edited: d.arguments !== undefined, ...(d.comment ? { comment: d.comment } : {}) });
+        sched.unpark(id);
+      } else {
+        emit(EventType.step_confirmed, id, { decision: "reject", ...(d.comment ? { comment: d.comment } : {}) });
+        const error: StepError = { code: ErrorCode.REJECTED, message: d.comment ? `rejected: ${d.comment}` : "rejected by approver" };
+        set(id, { status: "failed", error, finishedAt: iso() });
+        emit(EventType.step_failed, id, { error, attempts: rec(id).attempts });
+        const r = sched.completeParkedAs(id, "failed");
+        for (const s of r.skipped) {
+          set(s, { status: "skipped", finishedAt: iso(), error: { code: ErrorCode.REJECTED, message: `skipped: dependency "${id}" was rejected` } });
+          emit(EventType.step_skipped, s, { because: id });
+        }
+        if (r.halted) haltRun("fail_fast", error);
+      }
+    }
+
+    function handle(item: Completion): void {
+      if (item.kind === "wake") return;
+      const c = compiled.byId.get(item.id)!;
+      switch (item.kind) {
+        case "decision":
+          inflight--;
+          return applyDecision(item.id, item.decision);
+        case "preview": {
+          inflight--;
+          if (!item.res.ok) return finishFailed(c, item.res.error);
+          if (halt) {
+            sched.cancelRunning(c.id);
+            set(c.id, { status: "cancelled", finishedAt: iso() });
+            return;
+          }
+          set(c.id, { status: "waiting_confirmation", preview: item.res.preview });
+          sched.park(c.id);
+          emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview: item.res.preview });
+          const early = pendingDecisions.get(c.id);
+          if (early) {
+            pendingDecisions.delete(c.id);
+            consumeDecision(c, early);
+          }
+          return;
+        }
+        case "retry": {
+          inflight--;
+          if (halt) return cancelRunning(c, runError);
+          const r = argsFor(c);
+          if ("error" in r) return finishFailed(c, r.error);
+          return startAttempt(c, item.attempt, r.args);
+        }
+        case "fallback": {
+          inflight--;
+          stepCtls.delete(c.id);
+          if (item.res.ok) return completeStep(c, item.res.output, { usedFallback: true, error: item.original });
+          return finishFailed(c, { ...item.original, details: { fallbackError: item.res.error } });
+        }
+        case "attempt": {
+          inflight--;
+          stepCtls.delete(c.id);
+          const res = item.res;
+          if (res.ok) {
+            env.registry.observeDuration(c.skill.name, res.durationMs);
+            return completeStep(c, res.output);
+          }
+          if (halt && (res.error.code === ErrorCode.CANCELLED || res.error.code === ErrorCode.DEADLINE_EXCEEDED)) return cancelRunning(c, res.error);
+          const d = decideRetry(c.retry, c.skill, res.error, item.attempt, env.random);
+          if (d.retry && !halt) {
+            set(c.id, { status: "retrying", error: res.error });
+            emit(EventType.step_retrying, c.id, { attempt: item.attempt, nextAttempt: item.attempt + 1, delayMs: d.delayMs, error: res.error }, `${item.attempt}`);
+            track(
+              abortableSleep(d.delayMs, haltCtl.signal).catch(() => undefined),
+              () => ({ kind: "retry", id: c.id, attempt: item.attempt + 1 }),
+              () => ({ kind: "retry", id: c.id, attempt: item.attempt + 1 }),
+            );
+            return;
+          }
+          const suppressed = !d.retry && d.reason === "unsafe_side_effect" ? "non_idempotent_side_effect" : undefined;
+          return failOrFallback(c, res.error, suppressed);
+        }
+      }
+    }
+
+    function cancelRunning(c: CompiledStep, error: StepError | null): void {
+      sched.cancelRunning(c.id);
+      set(c.id, { status: "cancelled", finishedAt: iso(), ...(error ? { error } : {}) });
+      emit(EventType.step_cancelled, c.id, { reason: halt ?? "cancelled" });
+    }
+
+    // Decisions that arrive while this node runs: record each durably, then apply it.
+    const pendingDecisions = new Map<string, Decision>();
+    function consumeDecision(c: CompiledStep, d: Decision): void {
+      track(
+        callDurable(config, `decision.${c.id}`, c.index, Slot.decision, async () => d),
+        (rd) => ({ kind: "decision", id: c.id, decision: rd }),
+        () => ({ kind: "decision", id: c.id, decision: d }),
+      );
+    }
+    const offered = (stepId: string, d: Decision) => {
+      const c = compiled.byId.get(stepId);
+      if (!c) return;
+      if (rec(stepId).status === "waiting_confirmation") consumeDecision(c, d);
+      else pendingDecisions.set(stepId, d);
+    };
+
+    // -- run --
+    const runSignal = env.controls.signal(runId);
+    const onCancel = () => {
+      haltRun("cancelled", toStepError(runSignal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "run cancelled")));
+      queue.push({ kind: "wake" });
+    };
+    const stopListening = env.controls.listen(runId, offered);
+    runSignal.addEventListener("abort", onCancel, { once: true });
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    try {
+      if (state.halt) haltRun(state.halt, state.error ?? { code: ErrorCode.CANCELLED, message: "run cancelled" });
+      if (runSignal.aborted) onCancel();
+      if (plan.deadlineMs !== undefined && !halt) {
+        const left = plan.deadlineMs - state.elapsedMs;
+        const onDeadline = () => {
+          haltRun("deadline", { code: ErrorCode.DEADLINE_EXCEEDED, message: `plan deadline of ${plan.deadlineMs} ms exceeded` });
+          queue.push({ kind: "wake" });
+        };
+        if (left <= 0) onDeadline();
+        else deadlineTimer = setTimeout(onDeadline, left);
+      }
+      for (const [id, d] of Object.entries(state.decisions)) if (rec(id).status === "waiting_confirmation") applyDecision(id, d);
+      for (const [id, d] of env.controls.take(runId)) offered(id, d);
+
+      for (;;) {
+        if (!halt) for (const id of sched.start(claimsOf)) launch(id);
+        if (inflight <= 0) break;
+        handle(await queue.shift());
+      }
+    } finally {
+      clearTimeout(deadlineTimer);
+      stopListening();
+      runSignal.removeEventListener("abort", onCancel);
+    }
+
+    const waiting = sched.idsIn("parked").length > 0 && !halt;
+    return {
+      steps: touched,
+      memory: memoryUpdate,
+      completionOrder,
+      status: waiting ? "waiting_confirmation" : "running",
+      error: runError,
+      halt,
+      elapsedMs: state.elapsedMs + (env.now() - t0),
+      updatedAt: iso(),
+    };
+  };
+}

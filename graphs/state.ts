@@ -1,0 +1,58 @@
+/**
+ * The run's graph state: what the checkpointer stores for every run.
+ */
+import { Annotation } from "@langchain/langgraph";
+import type { StepError } from "../src/kernel/errors.js";
+import type { RollbackStatus, RunStatus, StepStatus } from "../src/kernel/status.js";
+import type { ToolChainPlan } from "../src/plan/schema.js";
+
+export interface StepRecord {
+  status: StepStatus;
+  attempts: number;
+  input?: unknown;
+  output?: unknown;
+  error?: StepError;
+  preview?: unknown;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Output came from the step's fallback, not from its skill. */
+  usedFallback?: boolean;
+  /** Why a retryable-looking failure was not retried. */
+  retrySuppressed?: string;
+  /** Arguments as approved by a human (possibly edited). */
+  approvedArguments?: Record<string, unknown>;
+  rollback?: RollbackStatus;
+  rollbackError?: StepError;
+}
+
+export interface Decision {
+  decision: "approve" | "reject";
+  arguments?: Record<string, unknown>;
+  comment?: string;
+  at?: string;
+}
+
+const merge = <T extends object>(a: T, b: T | undefined): T => (b ? { ...a, ...b } : a);
+
+export const RunStateAnnotation = Annotation.Root({
+  runId: Annotation<string>,
+  /** The validated plan (defaults applied). */
+  plan: Annotation<ToolChainPlan>,
+  context: Annotation<unknown>,
+  memory: Annotation<Record<string, unknown>>({ reducer: merge, default: () => ({}) }),
+  steps: Annotation<Record<string, StepRecord>>({ reducer: merge, default: () => ({}) }),
+  /** Step ids in the order they completed: compensation walks it backwards. */
+  completionOrder: Annotation<string[]>({ reducer: (a, b) => (b?.length ? a.concat(b) : a), default: () => [] }),
+  decisions: Annotation<Record<string, Decision>>({ reducer: merge, default: () => ({}) }),
+  status: Annotation<RunStatus>,
+  error: Annotation<StepError | null>({ reducer: (_a, b) => b, default: () => null }),
+  /** Why the scheduler stopped launching: compensation runs when set. */
+  halt: Annotation<"fail_fast" | "deadline" | "cancelled" | null>({ reducer: (_a, b) => b, default: () => null }),
+  /** Execution time used so far (time waiting for a human does not count against the deadline). */
+  elapsedMs: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
+  createdAt: Annotation<string>,
+  updatedAt: Annotation<string>({ reducer: (_a, b) => b, default: () => new Date(0).toISOString() }),
+});
+
+export type RunState = typeof RunStateAnnotation.State;
+export type RunUpdate = typeof RunStateAnnotation.Update;

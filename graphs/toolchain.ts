@@ -1,0 +1,43 @@
+/**
+ * The toolchain graph: planner -> scheduler <-> approval, scheduler -> compensation -> observer.
+ * Steps are not nodes: they are durable tasks launched by the scheduler node (one per attempt),
+ * so successors start the moment their dependencies finish (no superstep barrier).
+ */
+import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { coreSkills } from "../skills/core/index.js";
+import { SkillRegistry } from "../src/skills/registry.js";
+import { makeApprovalNode } from "./approval-node.js";
+import { makeCompensationNode } from "./compensation-node.js";
+import { defaultEnv, type RuntimeEnv } from "./env.js";
+import { makeObserverNode } from "./observer-node.js";
+import { makePlannerNode } from "./planner-node.js";
+import { makeSchedulerNode } from "./scheduler-node.js";
+import { RunStateAnnotation, type RunState } from "./state.js";
+
+export function afterScheduler(state: RunState): "approval" | "compensation" | "observer" {
+  if (state.halt) return "compensation";
+  if (state.status === "waiting_confirmation") return "approval";
+  return "observer";
+}
+
+export function buildToolchainGraph(env: RuntimeEnv) {
+  return new StateGraph(RunStateAnnotation)
+    .addNode("planner", makePlannerNode(env))
+    .addNode("scheduler", makeSchedulerNode(env))
+    .addNode("approval", makeApprovalNode(env))
+    .addNode("compensation", makeCompensationNode(env))
+    .addNode("observer", makeObserverNode(env))
+    .addEdge(START, "planner")
+    .addConditionalEdges("planner", (s: RunState) => (s.status === "failed" ? "observer" : "scheduler"), ["scheduler", "observer"])
+    .addConditionalEdges("scheduler", afterScheduler, ["approval", "compensation", "observer"])
+    .addEdge("approval", "scheduler")
+    .addEdge("compensation", "observer")
+    .addEdge("observer", END);
+}
+
+export function compileToolchainGraph(env: RuntimeEnv, checkpointer?: BaseCheckpointSaver) {
+  return buildToolchainGraph(env).compile({ checkpointer, name: "toolchain" });
+}
+
+/** For langgraph.json / LangGraph Studio: the graph over the built-in skills. */
+export const graph = compileToolchainGraph(defaultEnv(new SkillRegistry(coreSkills)));

@@ -1,0 +1,13 @@
+/** Public API of the toolchain runtime. */
+export { createRuntime, Runtime, type RuntimeOptions, type RunOptions, type RunHandle, type ConfirmInput } from "./runtime/runtime.js";
+export type { RunView, StepView } from "./runtime/view.js";
+export { defineSkill, type Skill, type SkillContext, type SideEffects, type CompensationContext } from "./skills/contract.js";
+export { SkillRegistry, type SkillManifestEntry } from "./skills/registry.js";
+export { ToolChainPlanSchema, ToolChainStepSchema, type ToolChainPlan, type ToolChainPlanInput, type ToolChainStep } from "./plan/schema.js";
+export { compilePlan, PlanValidationError, type CompiledPlan, type PlanIssue } from "./plan/validate.js";
+export { exportPlanGraph, type PlanGraph } from "./plan/graph-export.js";
+export { ErrorCode, ToolchainError, type StepError } from "./kernel/errors.js";
+export { StepStatus, RunStatus, RollbackStatus } from "./kernel/status.js";
+export { EventType, type RunEvent } from "./kernel/events.js";
+export { Scheduler } from "./kernel/scheduler.js";
+export { coreSkills } from "../skills/core/index.js";

@@ -1,0 +1,99 @@
+/**
+ * One error vocabulary for plans, steps, the API and the database.
+ * Check errors by `code`, never by `instanceof` across packages.
+ */
+export const ErrorCode = {
+  // plan validation (400 at the API)
+  PLAN_INVALID: "PLAN_INVALID",
+  PLAN_TOO_LARGE: "PLAN_TOO_LARGE",
+  UNKNOWN_SKILL: "UNKNOWN_SKILL",
+  UNKNOWN_DEPENDENCY: "UNKNOWN_DEPENDENCY",
+  DUPLICATE_STEP_ID: "DUPLICATE_STEP_ID",
+  DUPLICATE_RESULT_KEY: "DUPLICATE_RESULT_KEY",
+  SELF_DEPENDENCY: "SELF_DEPENDENCY",
+  PLAN_CYCLE: "PLAN_CYCLE",
+  INVALID_REFERENCE: "INVALID_REFERENCE",
+  INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
+  SKILL_NOT_ALLOWED: "SKILL_NOT_ALLOWED",
+  NOT_COMPENSABLE: "NOT_COMPENSABLE",
+  // step execution
+  INVALID_INPUT: "INVALID_INPUT",
+  INVALID_OUTPUT: "INVALID_OUTPUT",
+  EXECUTION_FAILED: "EXECUTION_FAILED",
+  TRANSIENT: "TRANSIENT",
+  TIMEOUT: "TIMEOUT",
+  RATE_LIMITED: "RATE_LIMITED",
+  DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED",
+  CANCELLED: "CANCELLED",
+  REJECTED: "REJECTED",
+  // runtime / API
+  RUN_NOT_FOUND: "RUN_NOT_FOUND",
+  CONFIRMATION_NOT_PENDING: "CONFIRMATION_NOT_PENDING",
+  INVALID_DECISION: "INVALID_DECISION",
+  RUN_NOT_ACTIVE: "RUN_NOT_ACTIVE",
+  INTERNAL: "INTERNAL",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];
+
+/** Codes a step may be retried on by default: transient by nature. */
+export const DEFAULT_RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  ErrorCode.EXECUTION_FAILED,
+  ErrorCode.TRANSIENT,
+  ErrorCode.TIMEOUT,
+  ErrorCode.RATE_LIMITED,
+]);
+
+export interface ToolchainErrorOptions {
+  details?: unknown;
+  /** Only meaningful for step errors: did the skill possibly start its side effect? */
+  effectStarted?: boolean;
+  /** RATE_LIMITED: the provider asked us to wait this long before retrying. */
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+export class ToolchainError extends Error {
+  override readonly name = "ToolchainError";
+  readonly code: ErrorCode;
+  readonly details?: unknown;
+  readonly effectStarted?: boolean;
+  readonly retryAfterMs?: number;
+  constructor(code: ErrorCode, message: string, opts: ToolchainErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.details = opts.details;
+    this.effectStarted = opts.effectStarted;
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+  get retryable(): boolean {
+    return DEFAULT_RETRYABLE.has(this.code);
+  }
+}
+
+/** Plain, serializable error as stored in run state, events and the database. */
+export interface StepError {
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+  effectStarted?: boolean;
+  retryAfterMs?: number;
+}
+
+export function isErrorCode(x: unknown): x is ErrorCode {
+  return typeof x === "string" && (ERROR_CODES as string[]).includes(x);
+}
+
+/** Anything thrown by a skill becomes a StepError; unknown throws are EXECUTION_FAILED. */
+export function toStepError(e: unknown): StepError {
+  if (e && typeof e === "object" && isErrorCode((e as { code?: unknown }).code)) {
+    const te = e as ToolchainError;
+    const out: StepError = { code: te.code, message: String(te.message) };
+    if (te.details !== undefined) out.details = te.details;
+    if (te.effectStarted !== undefined) out.effectStarted = te.effectStarted;
+    if (te.retryAfterMs !== undefined) out.retryAfterMs = te.retryAfterMs;
+    return out;
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  return { code: ErrorCode.EXECUTION_FAILED, message };
+}

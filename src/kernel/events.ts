@@ -1,0 +1,51 @@
+/**
+ * Lifecycle events: one shape for the custom stream, the event log, SSE and the CLI.
+ */
+export const EventType = {
+  planning_started: "planning_started",
+  planning_completed: "planning_completed",
+  step_started: "step_started",
+  step_completed: "step_completed",
+  step_retrying: "step_retrying",
+  step_waiting_confirmation: "step_waiting_confirmation",
+  step_confirmed: "step_confirmed",
+  step_failed: "step_failed",
+  step_skipped: "step_skipped",
+  step_cancelled: "step_cancelled",
+  rollback_started: "rollback_started",
+  step_rolled_back: "step_rolled_back",
+  step_rollback_failed: "step_rollback_failed",
+  rollback_completed: "rollback_completed",
+  run_waiting_confirmation: "run_waiting_confirmation",
+  run_completed: "run_completed",
+  run_failed: "run_failed",
+} as const;
+export type EventType = (typeof EventType)[keyof typeof EventType];
+
+/** As emitted by a graph node, before the event log numbers it. */
+export interface EmittedEvent {
+  type: EventType;
+  stepId?: string;
+  at: string;
+  data: Record<string, unknown>;
+  /**
+   * Identity of the event: a node that re-executes after a resume or a crash emits the same
+   * events again for work it replays from the checkpoint; the log keeps the first of each key.
+   */
+  key: string;
+}
+
+export interface RunEvent extends EmittedEvent {
+  runId: string;
+  /** Per-run, strictly increasing from 1. */
+  seq: number;
+}
+
+/** Marker so the runtime can tell our events from other custom-stream chunks. */
+export const EVENT_TAG = "toolchain.event" as const;
+export interface TaggedEvent {
+  [EVENT_TAG]: EmittedEvent;
+}
+export function isTaggedEvent(x: unknown): x is TaggedEvent {
+  return typeof x === "object" && x !== null && EVENT_TAG in x;
+}

@@ -1,0 +1,77 @@
+/**
+ * One attempt of one step: input validation, the skill call under a timeout and the run's abort
+ * signal, output validation. Errors come back as values so a failed attempt is as durable as a
+ * successful one.
+ */
+import { z } from "zod";
+import { ErrorCode, ToolchainError, toStepError, type StepError } from "./errors.js";
+import type { Skill, SkillContext, SkillLogger } from "../skills/contract.js";
+
+export type AttemptResult =
+  | { ok: true; output: unknown; durationMs: number }
+  | { ok: false; error: StepError; durationMs: number };
+
+export interface AttemptInput {
+  skill: Skill;
+  args: unknown;
+  runId: string;
+  stepId: string;
+  attempt: number;
+  idempotencyKey: string;
+  context: unknown;
+  logger: SkillLogger;
+  /** The step's own controller, aborted by the run (cancel, fail_fast, deadline). */
+  signal: AbortSignal;
+  timeoutMs?: number;
+}
+
+export async function executeAttempt(a: AttemptInput): Promise<AttemptResult> {
+  const t0 = performance.now();
+  const took = () => performance.now() - t0;
+  const parsed = a.skill.input.safeParse(a.args);
+  if (!parsed.success) {
+    return { ok: false, durationMs: took(), error: { code: ErrorCode.INVALID_INPUT, message: `input does not match ${a.skill.name}: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`, effectStarted: false } };
+  }
+  if (a.signal.aborted) return { ok: false, durationMs: took(), error: { ...toStepError(a.signal.reason), effectStarted: false } };
+
+  const timeout = a.timeoutMs !== undefined ? AbortSignal.timeout(a.timeoutMs) : undefined;
+  const signal = timeout ? AbortSignal.any([a.signal, timeout]) : a.signal;
+  const ctx: SkillContext = {
+    runId: a.runId,
+    stepId: a.stepId,
+    attempt: a.attempt,
+    idempotencyKey: a.idempotencyKey,
+    signal,
+    logger: a.logger,
+    context: a.context,
+  };
+  let onAbort: (() => void) | undefined;
+  // A skill that ignores its signal cannot hold the run hostage: the race ends the attempt.
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(signal, timeout, a.timeoutMs));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    const output = await Promise.race([a.skill.execute(parsed.data, ctx), aborted]);
+    if (a.skill.output) {
+      const out = a.skill.output.safeParse(output);
+      if (!out.success) {
+        return { ok: false, durationMs: took(), error: { code: ErrorCode.INVALID_OUTPUT, message: `output of ${a.skill.name} does not match its schema: ${z.prettifyError(out.error).replace(/\n/g, "; ")}`, effectStarted: true } };
+      }
+      return { ok: true, output: out.data ?? null, durationMs: took() };
+    }
+    return { ok: true, output: output ?? null, durationMs: took() };
+  } catch (e) {
+    const err = signal.aborted ? abortError(signal, timeout, a.timeoutMs) : e;
+    return { ok: false, durationMs: took(), error: toStepError(err) };
+  } finally {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+    aborted.catch(() => undefined);
+  }
+}
+
+function abortError(signal: AbortSignal, timeout: AbortSignal | undefined, timeoutMs: number | undefined): unknown {
+  if (timeout?.aborted) return new ToolchainError(ErrorCode.TIMEOUT, `step timed out after ${timeoutMs} ms`);
+  return signal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "step aborted");
+}

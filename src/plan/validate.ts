@@ -1,0 +1,296 @@
+/**
+ * Plan validation and compilation: pure, runs before anything executes. Every problem gets a
+ * stable code; the error carries all of them in `details.issues`, the first one names the error.
+ */
+import { z } from "zod";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import type { Skill } from "../skills/contract.js";
+import { hasSideEffects } from "../skills/contract.js";
+import type { SkillRegistry } from "../skills/registry.js";
+import { collectRefs, readPath, resolveArguments, type ParsedRef } from "./refs.js";
+import { compileRetry, type CompiledRetry } from "./retry-policy.js";
+import { MAX_STEPS, ToolChainPlanSchema, type FailurePolicy, type ToolChainPlan, type ToolChainStep } from "./schema.js";
+
+export interface PlanIssue {
+  code: ErrorCode;
+  message: string;
+  stepId?: string;
+  path?: string;
+}
+
+export class PlanValidationError extends ToolchainError {
+  constructor(readonly issues: PlanIssue[]) {
+    const first = issues[0]!;
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? "s" : ""})` : "";
+    super(first.code, first.message + more, { details: { issues } });
+  }
+}
+
+export interface CompiledStep {
+  index: number;
+  id: string;
+  step: ToolChainStep;
+  skill: Skill;
+  deps: readonly string[];
+  successors: string[];
+  refs: readonly ParsedRef[];
+  retry: CompiledRetry;
+  onFailure: FailurePolicy;
+  /** Estimated duration of this step (ms; 1 when unknown). */
+  weight: number;
+  /** Longest remaining path from the start of this step to the end of the plan (ms). */
+  priority: number;
+}
+
+export interface CompiledPlan {
+  plan: ToolChainPlan;
+  steps: CompiledStep[];
+  byId: ReadonlyMap<string, CompiledStep>;
+  /** Step ids in a topological order (declaration order among independent steps). */
+  topo: string[];
+  /** saveResultAs key -> stepId */
+  memoryKeys: ReadonlyMap<string, string>;
+}
+
+export interface ValidateOptions {
+  registry: SkillRegistry;
+  /** Workspace allowlist. */
+  allowSkill?: (name: string) => boolean;
+  /** When given, context/memory references are checked against them. */
+  context?: unknown;
+  memory?: Record<string, unknown>;
+  maxSteps?: number;
+}
+
+/** Parse + validate + compile. Throws PlanValidationError. */
+export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan {
+  const maxSteps = opts.maxSteps ?? MAX_STEPS;
+  const rawSteps = (input as { steps?: unknown } | null)?.steps;
+  if (Array.isArray(rawSteps) && rawSteps.length > maxSteps) {
+    throw new PlanValidationError([
+      { code: ErrorCode.PLAN_TOO_LARGE, message: `plan has ${rawSteps.length} steps; the limit is ${maxSteps}` },
+    ]);
+  }
+  const parsed = ToolChainPlanSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new PlanValidationError(
+      parsed.error.issues.map((i) => ({
+        code: ErrorCode.PLAN_INVALID,
+        message: `plan.${i.path.join(".")}: ${i.message}`,
+        path: i.path.join("."),
+      })),
+    );
+  }
+  const plan = parsed.data;
+  const issues: PlanIssue[] = [];
+  const { registry } = opts;
+
+  // ids, skills, dependencies
+  const byStep = new Map<string, ToolChainStep>();
+  for (const s of plan.steps) {
+    if (byStep.has(s.stepId)) {
+      issues.push({ code: ErrorCode.DUPLICATE_STEP_ID, message: `duplicate stepId "${s.stepId}"`, stepId: s.stepId });
+    } else byStep.set(s.stepId, s);
+  }
+  const checkSkill = (name: string, stepId: string, field: string) => {
+    if (!registry.has(name)) {
+      issues.push({ code: ErrorCode.UNKNOWN_SKILL, message: `step "${stepId}": unknown skill "${name}" in ${field}`, stepId, path: field });
+    } else if (opts.allowSkill && !opts.allowSkill(name)) {
+      issues.push({ code: ErrorCode.SKILL_NOT_ALLOWED, message: `step "${stepId}": skill "${name}" is not allowed in this workspace`, stepId, path: field });
+    }
+  };
+  const memoryKeys = new Map<string, string>();
+  for (const s of plan.steps) {
+    checkSkill(s.skillName, s.stepId, "skillName");
+    if (s.rollback?.kind === "skill") checkSkill(s.rollback.skillName, s.stepId, "rollback.skillName");
+    if (s.fallback && "skillName" in s.fallback) checkSkill(s.fallback.skillName, s.stepId, "fallback.skillName");
+    for (const d of s.dependsOn) {
+      if (d === s.stepId) issues.push({ code: ErrorCode.SELF_DEPENDENCY, message: `step "${s.stepId}" depends on itself`, stepId: s.stepId });
+      else if (!byStep.has(d)) issues.push({ code: ErrorCode.UNKNOWN_DEPENDENCY, message: `step "${s.stepId}" depends on unknown step "${d}"`, stepId: s.stepId });
+    }
+    if (s.saveResultAs) {
+      const prev = memoryKeys.get(s.saveResultAs);
+      if (prev) issues.push({ code: ErrorCode.DUPLICATE_RESULT_KEY, message: `steps "${prev}" and "${s.stepId}" both saveResultAs "${s.saveResultAs}"`, stepId: s.stepId });
+      else memoryKeys.set(s.saveResultAs, s.stepId);
+    }
+  }
+  if (issues.length) throw new PlanValidationError(issues);
+
+  // topological order (Kahn), naming a cycle if there is one
+  const deps = new Map<string, string[]>();
+  for (const s of plan.steps) deps.set(s.stepId, [...new Set(s.dependsOn)]);
+  const topo = topoSort(plan.steps.map((s) => s.stepId), deps);
+  if (!topo.ok) {
+    throw new PlanValidationError([
+      { code: ErrorCode.PLAN_CYCLE, message: `plan has a cycle: ${topo.cycle.join(" -> ")}` },
+    ]);
+  }
+  const topoIndex = new Map(topo.order.map((id, i) => [id, i]));
+  const isAncestor = ancestorQuery(deps, topoIndex);
+
+  // references and arguments
+  const refsByStep = new Map<string, ParsedRef[]>();
+  for (const s of plan.steps) {
+    let refs: ParsedRef[];
+    try {
+      refs = [...collectRefs(s.arguments, "arguments"), ...collectRefs(s.rollback?.kind === "skill" ? s.rollback.arguments ?? {} : {}, "rollback.arguments")];
+      if (s.fallback && "skillName" in s.fallback) refs.push(...collectRefs(s.fallback.arguments ?? {}, "fallback.arguments"));
+    } catch (e) {
+      issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${(e as Error).message}`, stepId: s.stepId });
+      continue;
+    }
+    const argRefs = refs.filter((r) => r.at.startsWith("arguments"));
+    refsByStep.set(s.stepId, argRefs);
+    for (const r of refs) {
+      const problem = checkRef(r, s.stepId, { isAncestor, memoryKeys, context: opts.context, memory: opts.memory, stepIds: byStep });
+      if (problem) issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${problem}`, stepId: s.stepId, path: r.at });
+    }
+    const skill = registry.get(s.skillName)!;
+    // validate arguments now when nothing in them depends on other steps
+    const resolvable = argRefs.every((r) => r.root === "context" ? opts.context !== undefined : r.root === "memory" ? !memoryKeys.has(r.path[0]!) && opts.memory !== undefined : false);
+    if (resolvable && !issues.some((i) => i.stepId === s.stepId)) {
+      let args: unknown;
+      try {
+        args = resolveArguments(s.arguments, { context: opts.context, memory: opts.memory ?? {}, steps: {} });
+      } catch (e) {
+        issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${(e as Error).message}`, stepId: s.stepId });
+        continue;
+      }
+      const r = skill.input.safeParse(args);
+      if (!r.success) {
+        issues.push({ code: ErrorCode.INVALID_ARGUMENTS, message: `step "${s.stepId}": arguments do not match ${s.skillName}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`, stepId: s.stepId, path: "arguments" });
+      }
+    }
+    // strict rollback refuses side effects that cannot be undone
+    if (plan.rollbackMode === "strict" && hasSideEffects(skill) && !s.acceptNoCompensation) {
+      const compensable = s.rollback ? s.rollback.kind !== "none" : typeof skill.compensate === "function";
+      if (!compensable) {
+        issues.push({ code: ErrorCode.NOT_COMPENSABLE, message: `step "${s.stepId}": skill "${s.skillName}" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)`, stepId: s.stepId });
+      }
+    }
+  }
+  if (issues.length) throw new PlanValidationError(issues);
+
+  // compile
+  const steps: CompiledStep[] = plan.steps.map((s, index) => {
+    const skill = registry.get(s.skillName)!;
+    const refs = refsByStep.get(s.stepId) ?? [];
+    const est = refs.length === 0 ? registry.estimateMs(s.skillName, s.arguments) : registry.estimateMs(s.skillName, undefined);
+    return {
+      index,
+      id: s.stepId,
+      step: s,
+      skill,
+      deps: deps.get(s.stepId)!,
+      successors: [],
+      refs,
+      retry: compileRetry(s.retry),
+      onFailure: s.onFailure ?? plan.onFailure,
+      weight: Math.max(est ?? 1, 0.001),
+      priority: 0,
+    };
+  });
+  const byId = new Map(steps.map((c) => [c.id, c]));
+  for (const c of steps) for (const d of c.deps) byId.get(d)!.successors.push(c.id);
+  for (let i = topo.order.length - 1; i >= 0; i--) {
+    const c = byId.get(topo.order[i]!)!;
+    let best = 0;
+    for (const sid of c.successors) best = Math.max(best, byId.get(sid)!.priority);
+    c.priority = c.weight + best;
+  }
+  return { plan, steps, byId, topo: topo.order, memoryKeys };
+}
+
+function checkRef(
+  r: ParsedRef,
+  stepId: string,
+  env: {
+    isAncestor: (anc: string, of: string) => boolean;
+    memoryKeys: ReadonlyMap<string, string>;
+    stepIds: ReadonlyMap<string, unknown>;
+    context: unknown;
+    memory: Record<string, unknown> | undefined;
+  },
+): string | undefined {
+  if (r.root === "steps") {
+    const target = r.path[0]!;
+    if (!env.stepIds.has(target)) return `names unknown step "${target}"`;
+    if (!env.isAncestor(target, stepId)) return `reads step "${target}", which is not a (transitive) dependency of "${stepId}"`;
+    return undefined;
+  }
+  if (r.root === "memory") {
+    const key = r.path[0]!;
+    const producer = env.memoryKeys.get(key);
+    if (producer) {
+      return env.isAncestor(producer, stepId) ? undefined : `reads memory "${key}", saved by step "${producer}", which is not a (transitive) dependency of "${stepId}"`;
+    }
+    if (env.memory === undefined) return undefined;
+    return readPath(env.memory, r.path).found ? undefined : `does not resolve in the run's memory`;
+  }
+  if (env.context === undefined) return undefined;
+  return readPath(env.context, r.path).found ? undefined : `does not resolve in the run's context`;
+}
+
+export function topoSort(
+  ids: readonly string[],
+  deps: ReadonlyMap<string, readonly string[]>,
+): { ok: true; order: string[] } | { ok: false; cycle: string[] } {
+  const indeg = new Map<string, number>();
+  const succ = new Map<string, string[]>();
+  for (const id of ids) {
+    indeg.set(id, deps.get(id)?.length ?? 0);
+    succ.set(id, []);
+  }
+  for (const id of ids) for (const d of deps.get(id) ?? []) succ.get(d)!.push(id);
+  const order: string[] = [];
+  const queue = ids.filter((id) => indeg.get(id) === 0);
+  for (let qi = 0; qi < queue.length; qi++) {
+    const id = queue[qi]!;
+    order.push(id);
+    for (const s of succ.get(id)!) {
+      const n = indeg.get(s)! - 1;
+      indeg.set(s, n);
+      if (n === 0) queue.push(s);
+    }
+  }
+  if (order.length === ids.length) return { ok: true, order };
+  // walk dependencies among the leftover nodes until one repeats: that is a cycle
+  const left = new Set(ids.filter((id) => indeg.get(id)! > 0));
+  let cur = ids.find((id) => left.has(id))!;
+  const seen = new Map<string, number>();
+  const path: string[] = [];
+  while (!seen.has(cur)) {
+    seen.set(cur, path.length);
+    path.push(cur);
+    cur = (deps.get(cur) ?? []).find((d) => left.has(d))!;
+  }
+  // path goes against the edges (node -> its dependency); report in execution direction
+  const cycle = path.slice(seen.get(cur)!).reverse();
+  return { ok: false, cycle: [...cycle, cycle[0]!] };
+}
+
+function ancestorQuery(deps: ReadonlyMap<string, readonly string[]>, topoIndex: ReadonlyMap<string, number>) {
+  const cache = new Map<string, boolean>();
+  return (anc: string, of: string): boolean => {
+    const key = `${anc}\u0000${of}`;
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const limit = topoIndex.get(anc)!;
+    // DFS backwards from `of`, pruning nodes that come before `anc` in topological order
+    const seen = new Set<string>();
+    const stack = [...(deps.get(of) ?? [])];
+    let found = false;
+    while (stack.length) {
+      const n = stack.pop()!;
+      if (n === anc) {
+        found = true;
+        break;
+      }
+      if (seen.has(n) || topoIndex.get(n)! < limit) continue;
+      seen.add(n);
+      stack.push(...(deps.get(n) ?? []));
+    }
+    cache.set(key, found);
+    return found;
+  };
+}

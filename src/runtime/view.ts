@@ -1,0 +1,79 @@
+/** The run view: one shape for the library, the API and the CLI, derived from graph state. */
+import type { RunState, StepRecord } from "../../graphs/state.js";
+import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
+import type { StepError } from "../kernel/errors.js";
+import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
+import { exportPlanGraph, type PlanGraph } from "../plan/graph-export.js";
+import type { ToolChainPlan } from "../plan/schema.js";
+
+export interface StepView {
+  stepId: string;
+  skillName: string;
+  status: StepStatus;
+  dependsOn: string[];
+  attempts: number;
+  input: unknown;
+  output: unknown;
+  error: StepError | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  usedFallback: boolean;
+  retrySuppressed: string | null;
+  rollback: { status: RollbackStatus; error: StepError | null } | null;
+}
+
+export interface RunView {
+  runId: string;
+  status: RunStatus;
+  plan: ToolChainPlan;
+  context: unknown;
+  memory: Record<string, unknown>;
+  result: { outputs: Record<string, unknown>; memory: Record<string, unknown> } | null;
+  error: StepError | null;
+  steps: StepView[];
+  pendingConfirmations: PendingConfirmation[];
+  graph: PlanGraph;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const OUTPUT_KEPT = new Set<StepStatus>(["completed", "rolled_back", "rollback_failed"]);
+
+export function buildRunView(s: RunState): RunView {
+  const rec = (id: string): StepRecord => s.steps[id] ?? { status: "pending", attempts: 0 };
+  const steps: StepView[] = s.plan.steps.map((p) => {
+    const r = rec(p.stepId);
+    return {
+      stepId: p.stepId,
+      skillName: p.skillName,
+      status: r.status,
+      dependsOn: [...p.dependsOn],
+      attempts: r.attempts,
+      input: r.input ?? null,
+      output: r.output ?? null,
+      error: r.error ?? null,
+      startedAt: r.startedAt ?? null,
+      finishedAt: r.finishedAt ?? null,
+      usedFallback: r.usedFallback ?? false,
+      retrySuppressed: r.retrySuppressed ?? null,
+      rollback: r.rollback ? { status: r.rollback, error: r.rollbackError ?? null } : null,
+    };
+  });
+  const terminal = ["completed", "failed", "cancelled", "rolled_back", "rollback_failed"].includes(s.status);
+  const outputs: Record<string, unknown> = {};
+  for (const st of steps) if (OUTPUT_KEPT.has(st.status)) outputs[st.stepId] = st.output;
+  return {
+    runId: s.runId,
+    status: s.status,
+    plan: s.plan,
+    context: s.context ?? null,
+    memory: s.memory,
+    result: terminal ? { outputs, memory: s.memory } : null,
+    error: s.error ?? null,
+    steps,
+    pendingConfirmations: pendingConfirmations(s),
+    graph: exportPlanGraph(s.plan, (id) => rec(id).status),
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * The skill contract: one definition serves the kernel, the planner's manifest, the API and agents.
+ */
+import type { z } from "zod";
+
+export type SideEffects = "none" | "read" | "write" | "external";
+
+export interface SkillLogger {
+  debug(msg: string, data?: Record<string, unknown>): void;
+  info(msg: string, data?: Record<string, unknown>): void;
+  warn(msg: string, data?: Record<string, unknown>): void;
+  error(msg: string, data?: Record<string, unknown>): void;
+}
+
+export interface SkillContext {
+  runId: string;
+  stepId: string;
+  /** 1-based attempt number of this execution. */
+  attempt: number;
+  /** Stable across retries, resumes and process restarts of the same run step: pass it to providers. */
+  idempotencyKey: string;
+  /** Aborted on step timeout, plan deadline, fail_fast and cancellation. */
+  signal: AbortSignal;
+  logger: SkillLogger;
+  /** The run's context (read-only view). */
+  context: unknown;
+}
+
+export interface CompensationContext<I, O> {
+  runId: string;
+  stepId: string;
+  idempotencyKey: string;
+  signal: AbortSignal;
+  logger: SkillLogger;
+  input: I;
+  output: O;
+}
+
+export interface Skill<I = any, O = any> {
+  name: string;
+  description: string;
+  input: z.ZodType<I>;
+  output?: z.ZodType<O>;
+  sideEffects: SideEffects;
+  /** Executing twice with the same idempotency key has the effect of executing once. */
+  idempotent: boolean;
+  /** false: at most one step of this skill runs at a time within a run. @default true */
+  parallelSafe?: boolean;
+  /** Steps whose serial keys are equal never overlap. */
+  serialKey?(args: I): string | undefined;
+  /** A named concurrency group shared by every skill naming it (e.g. a provider's rate limit). */
+  resource?: { name: string; limit: number };
+  requiresConfirmation?: boolean | ((args: I) => boolean);
+  /** What the step would do, computed without side effects; shown to the approver. */
+  preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;
+  /** Undo a completed execution. Absent on a side-effecting skill means "not compensable". */
+  compensate?(c: CompensationContext<I, O>): Promise<void>;
+  /** Expected duration, used to prioritise the critical path when concurrency is limited. */
+  estimateDurationMs?(args: I): number | undefined;
+  execute(args: I, ctx: SkillContext): Promise<O>;
+}
+
+/** Identity helper that keeps input/output types inferred from the zod schemas. */
+export function defineSkill<IS extends z.ZodType, OS extends z.ZodType = z.ZodType<unknown>>(
+  skill: Omit<Skill<z.output<IS>, z.output<OS>>, "input" | "output"> & { input: IS; output?: OS },
+): Skill<z.output<IS>, z.output<OS>> {
+  return skill as unknown as Skill<z.output<IS>, z.output<OS>>;
+}
+
+export function hasSideEffects(s: Pick<Skill, "sideEffects">): boolean {
+  return s.sideEffects === "write" || s.sideEffects === "external";
+}
