@@ -4,7 +4,7 @@
  * (see ../shared/NOTES.md §2: one interrupt per round, decisions wrapped in our own object).
  * Unanswered steps stay waiting; the scheduler runs the answered ones at once.
  */
-import { interrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
 import { ErrorCode } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
@@ -53,20 +53,26 @@ export function makeApprovalNode(env: RuntimeEnv) {
   return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const pending = pendingConfirmations(state);
     const ids = new Set(pending.map((p) => p.stepId));
-    // decisions that reached this process between the scheduler's exit and now
+    // Decisions that reached this process after the scheduler exited and before this interrupt
+    // (the inbox keeps them). They never wait for a resume; a resume value, if any, adds to them.
     const early: Record<string, Decision> = {};
     for (const [id, d] of env.controls.take(state.runId)) if (ids.has(id)) early[id] = d;
-    if (Object.keys(early).length) return { decisions: early, status: "running" };
-
-    emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: [...ids] }, [...ids].join(","));
     const payload: ConfirmationInterrupt = { type: "confirmation", runId: state.runId, pending };
-    const raw = interrupt(payload);
+    let raw: unknown;
+    try {
+      raw = interrupt(payload);
+    } catch (e) {
+      if (!isGraphInterrupt(e)) throw e;
+      if (Object.keys(early).length) return { decisions: early, status: "running" };
+      emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: [...ids] }, [...ids].join(","));
+      throw e;
+    }
     const parsed = ResumeSchema.safeParse(raw);
-    if (!parsed.success) return { status: "waiting_confirmation" }; // the runtime validates first; ignore junk
+    if (!parsed.success) return Object.keys(early).length ? { decisions: early, status: "running" } : { status: "waiting_confirmation" }; // the runtime validates first
     if ("cancel" in parsed.data) {
       return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: parsed.data.reason ?? "run cancelled" }, status: "running" };
     }
-    const decisions: Record<string, Decision> = {};
+    const decisions: Record<string, Decision> = { ...early };
     for (const [id, d] of Object.entries(parsed.data.decisions)) if (ids.has(id)) decisions[id] = d;
     return { decisions, status: "running" };
   };

@@ -29,6 +29,8 @@ type Completion =
   | { kind: "fallback"; id: string; original: StepError; res: AttemptResult }
   | { kind: "retry"; id: string; attempt: number }
   | { kind: "decision"; id: string; decision: Decision }
+  /** A decision offered by the runtime while this node runs (arrives outside the node's context). */
+  | { kind: "offer"; id: string; decision: Decision }
   /** Wakes the loop after a cancel or the deadline; carries no work. */
   | { kind: "wake" };
 
@@ -256,6 +258,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
 
     function handle(item: Completion): void {
       if (item.kind === "wake") return;
+      if (item.kind === "offer") return offered(item.id, item.decision);
       const c = compiled.byId.get(item.id)!;
       switch (item.kind) {
         case "decision":
@@ -346,7 +349,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       haltRun("cancelled", toStepError(runSignal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "run cancelled")));
       queue.push({ kind: "wake" });
     };
-    const stopListening = env.controls.listen(runId, offered);
+    // the durable record must be written from the node's own async context: go through the queue
+    const stopListening = env.controls.listen(runId, (id, decision) => queue.push({ kind: "offer", id, decision }));
     runSignal.addEventListener("abort", onCancel, { once: true });
     let deadlineTimer: NodeJS.Timeout | undefined;
     try {
@@ -372,6 +376,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     } finally {
       clearTimeout(deadlineTimer);
       stopListening();
+      // offers that raced with the exit go back to the inbox: the approval node takes them
+      for (const item of queue.drain()) if (item.kind === "offer") env.controls.offer(runId, item.id, item.decision);
       runSignal.removeEventListener("abort", onCancel);
     }
 

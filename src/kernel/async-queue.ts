@@ -10,6 +10,13 @@ export class AsyncQueue<T> {
       w(v);
     } else this.items.push(v);
   }
+  /** Everything queued and not yet taken. */
+  drain(): T[] {
+    const rest = this.items.slice(this.head);
+    this.items.length = 0;
+    this.head = 0;
+    return rest;
+  }
   shift(): Promise<T> {
     if (this.head < this.items.length) {
       const v = this.items[this.head++]!;

@@ -20,6 +20,7 @@ import { compilePlan, type CompiledPlan } from "../plan/validate.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryEventLog, type EventLog } from "../store/event-log.js";
+import { LiveProjection } from "./live-projection.js";
 import { buildRunView, type RunView } from "./view.js";
 
 export interface RuntimeOptions {
@@ -69,7 +70,8 @@ export class Runtime {
   readonly env: RuntimeEnv;
   readonly eventLog: EventLog;
   private readonly graph: ReturnType<typeof compileToolchainGraph>;
-  private readonly active = new Map<string, RunHandle>();
+  /** Runs this process is executing now, with their live projection (ready once seeded). */
+  private readonly active = new Map<string, { handle: RunHandle; live: LiveProjection; ready: Promise<void> }>();
   private readonly allowSkill?: (name: string) => boolean;
 
   constructor(opts: RuntimeOptions = {}) {
@@ -112,11 +114,13 @@ export class Runtime {
     if (!parsed.success) throw new ToolchainError(ErrorCode.INVALID_DECISION, `invalid decision: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
     const d = parsed.data;
     const state = await this.state(runId);
-    const rec = state.steps[d.stepId];
     const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.comment ? { comment: d.comment } : {}) };
-    if (rec?.status !== "waiting_confirmation") {
-      const prev = state.decisions[d.stepId];
-      if (prev && isDeepStrictEqual({ ...prev, at: undefined }, { ...decision, at: undefined })) return this.follow(runId);
+    const same = (prev: Decision | undefined) => prev !== undefined && isDeepStrictEqual({ ...prev, at: undefined }, { ...decision, at: undefined });
+    const active = this.active.get(runId);
+    await active?.ready;
+    const waiting = active ? active.live.pending.has(d.stepId) : state.steps[d.stepId]?.status === "waiting_confirmation";
+    if (!waiting) {
+      if (same(active?.live.decided.get(d.stepId) ?? state.decisions[d.stepId])) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
     }
     if (d.decision === "approve" && d.arguments) {
@@ -128,11 +132,12 @@ export class Runtime {
       }
     }
     decision.at = new Date(this.env.now()).toISOString();
-    const live = this.active.get(runId);
-    if (live) {
+    if (active) {
       // the scheduler is still busy on other branches: hand it the decision directly
+      active.live.pending.delete(d.stepId);
+      active.live.decided.set(d.stepId, decision);
       this.env.controls.offer(runId, d.stepId, decision);
-      return live;
+      return active.handle;
     }
     const resume: ResumeValue = { decisions: { [d.stepId]: decision } };
     return this.drive(runId, new Command({ resume }));
@@ -142,16 +147,23 @@ export class Runtime {
   async cancel(runId: string, reason = "cancelled by request"): Promise<RunHandle> {
     const state = await this.state(runId);
     if (TERMINAL_RUN.has(state.status)) return this.follow(runId);
-    const live = this.active.get(runId);
+    const active = this.active.get(runId);
     this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason));
-    if (live) return live;
+    if (active) return active.handle;
     // suspended at an interrupt (or not driven by this process): resume into cancellation
     const resume: ResumeValue = { cancel: true, reason };
     return this.drive(runId, new Command({ resume }));
   }
 
+  /** The run view; for a run executing in this process, step statuses are live (from its events). */
   async getRun(runId: string): Promise<RunView> {
-    return buildRunView(await this.state(runId));
+    const view = buildRunView(await this.state(runId));
+    const active = this.active.get(runId);
+    if (!active) return view;
+    for (const s of view.steps) s.status = active.live.status.get(s.stepId) ?? s.status;
+    view.pendingConfirmations = [...active.live.pending.values()];
+    if (view.status === "queued" || view.status === "waiting_confirmation") view.status = "running";
+    return view;
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
@@ -167,8 +179,8 @@ export class Runtime {
 
   /** A handle on a run without driving it: the active drive, or the current view. */
   private follow(runId: string): RunHandle {
-    const live = this.active.get(runId);
-    if (live) return live;
+    const active = this.active.get(runId);
+    if (active) return active.handle;
     const events = new Channel<RunEvent>();
     events.close();
     return { runId, events, result: this.getRun(runId) };
@@ -177,8 +189,11 @@ export class Runtime {
   private drive(runId: string, input: Partial<RunState> | Command): RunHandle {
     if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
     const events = new Channel<RunEvent>();
+    const live = new LiveProjection();
+    const ready = input instanceof Command ? this.state(runId).then((s) => live.seed(buildRunView(s).pendingConfirmations)) : Promise.resolve();
     const result = (async () => {
       try {
+        await ready;
         const stream = await this.graph.stream(input as never, {
           configurable: { thread_id: runId },
           streamMode: ["custom"],
@@ -187,8 +202,12 @@ export class Runtime {
         for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
           const [, payload] = chunk;
           if (!isTaggedEvent(payload)) continue;
-          for (const ev of await this.eventLog.append(runId, [payload[EVENT_TAG]])) events.push(ev);
+          for (const ev of await this.eventLog.append(runId, [payload[EVENT_TAG]])) {
+            live.apply(ev);
+            events.push(ev);
+          }
         }
+        this.active.delete(runId);
         const view = await this.getRun(runId);
         events.close();
         return view;
@@ -200,7 +219,7 @@ export class Runtime {
       }
     })();
     const handle: RunHandle = { runId, events, result };
-    this.active.set(runId, handle);
+    this.active.set(runId, { handle, live, ready: ready.catch(() => undefined) });
     result.catch(() => undefined); // surfaced to whoever awaits handle.result
     return handle;
   }

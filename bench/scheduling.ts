@@ -1,0 +1,124 @@
+/**
+ * Scheduling suite: makespan of random layered DAGs of core.wait steps against the lower bound
+ * max(critical path, total work / concurrency), for
+ *   (a) this runtime (createRuntime(), default MemorySaver),
+ *   (b) a baseline StateGraph that fans ready steps out with Send to one executor node
+ *       (superstep semantics; a router node picks at most maxConcurrency ready steps, highest
+ *       critical-path rank first, i.e. the same priority the runtime uses), MemorySaver,
+ *   (c) declaration-order sequential execution (plain awaited waits).
+ * Sequential execution does not depend on maxConcurrency, so it is measured once per DAG and the
+ * same measurement is printed on each of that DAG's lines.
+ */
+import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
+import { createRuntime } from "../src/index.js";
+import { lowerBoundMs, randomDag, toPlan, type Dag } from "./dag.js";
+import { emitLine, log, maybeGc, now, round, sleep } from "./timing.js";
+
+export interface SchedulingOptions {
+  sizes: number[];
+  concurrencies: (number | undefined)[];
+  seed: number;
+}
+
+export async function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
+  const rt = createRuntime();
+  const plan = toPlan(dag, maxConcurrency);
+  const t0 = now();
+  const view = await rt.run(plan).result;
+  const ms = now() - t0;
+  const bad = view.steps.filter((s) => s.status !== "completed");
+  if (view.status !== "completed" || bad.length) throw new Error(`runtime run ended ${view.status} (${bad.length} steps not completed)`);
+  return ms;
+}
+
+const SendState = Annotation.Root({
+  done: Annotation<number[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+});
+type SendStateT = typeof SendState.State;
+
+export function buildSendBaseline(dag: Dag, maxConcurrency: number | undefined) {
+  const n = dag.steps.length;
+  const limit = maxConcurrency ?? Number.POSITIVE_INFINITY;
+  const order = dag.steps.map((_, i) => i).sort((a, b) => dag.rank[b]! - dag.rank[a]! || a - b);
+  let supersteps = 0;
+  const route = (s: SendStateT): Send[] | typeof END => {
+    supersteps++;
+    if (s.done.length >= n) return END;
+    const done = new Uint8Array(n);
+    for (const i of s.done) done[i] = 1;
+    const out: Send[] = [];
+    for (const i of order) {
+      if (out.length >= limit) break;
+      if (done[i]) continue;
+      if (dag.steps[i]!.deps.every((d) => done[d])) out.push(new Send("executor", { i }));
+    }
+    if (out.length === 0) throw new Error("send baseline: nothing ready but not done");
+    return out;
+  };
+  const executor = async (arg: { i: number }) => {
+    await sleep(dag.steps[arg.i]!.ms);
+    return { done: [arg.i] };
+  };
+  const graph = new StateGraph(SendState)
+    .addNode("router", () => ({}))
+    .addNode("executor", executor as unknown as (s: SendStateT) => Promise<Partial<SendStateT>>)
+    .addEdge(START, "router")
+    .addConditionalEdges("router", route, ["executor", END])
+    .addEdge("executor", "router")
+    .compile({ checkpointer: new MemorySaver() });
+  return { graph, supersteps: () => supersteps };
+}
+
+export async function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+  const { graph, supersteps } = buildSendBaseline(dag, maxConcurrency);
+  const t0 = now();
+  const out = await graph.invoke({}, { configurable: { thread_id: "bench" }, recursionLimit: 1_000_000 });
+  const ms = now() - t0;
+  if (out.done.length !== dag.steps.length) throw new Error(`send baseline finished ${out.done.length}/${dag.steps.length} steps`);
+  // routing rounds = executor supersteps (+1 for the final router call that ends the graph)
+  return { ms, supersteps: supersteps() - 1 };
+}
+
+export async function runSequential(dag: Dag): Promise<number> {
+  const t0 = now();
+  for (const s of dag.steps) await sleep(s.ms);
+  return now() - t0;
+}
+
+const cell = (ms: number, lb: number) => ({ makespanMs: round(ms, 1), ratio: round(ms / lb, 3) });
+
+export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
+  // warm-up: load and JIT both graph paths on a small DAG
+  const warm = randomDag(20, opts.seed + 999, { minMs: 1, maxMs: 5 });
+  await runRuntime(warm, 4);
+  await runSendBaseline(warm, 4);
+
+  for (const n of opts.sizes) {
+    const dag = randomDag(n, opts.seed + n);
+    log(`scheduling: ${n} steps, ${dag.layers} layers, critical path ${dag.criticalPathMs} ms, work ${dag.totalWorkMs} ms`);
+    maybeGc();
+    const seqMs = await runSequential(dag);
+    log(`  sequential ${round(seqMs, 0)} ms`);
+    for (const c of opts.concurrencies) {
+      const lb = lowerBoundMs(dag, c);
+      maybeGc();
+      const rtMs = await runRuntime(dag, c);
+      log(`  c=${c ?? "unlimited"} runtime ${round(rtMs, 0)} ms (lb ${round(lb, 0)})`);
+      maybeGc();
+      const send = await runSendBaseline(dag, c);
+      log(`  c=${c ?? "unlimited"} send baseline ${round(send.ms, 0)} ms, ${send.supersteps} supersteps`);
+      emitLine({
+        suite: "scheduling",
+        steps: n,
+        maxConcurrency: c ?? "unlimited",
+        runtime: cell(rtMs, lb),
+        sendBaseline: { ...cell(send.ms, lb), supersteps: send.supersteps },
+        sequential: { ...cell(seqMs, lb), measuredOncePerDag: true },
+        lowerBoundMs: round(lb, 1),
+        criticalPathMs: dag.criticalPathMs,
+        totalWorkMs: dag.totalWorkMs,
+        layers: dag.layers,
+      });
+    }
+  }
+}

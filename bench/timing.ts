@@ -1,0 +1,40 @@
+/** Timing helpers for the benchmarks. */
+import { performance } from "node:perf_hooks";
+
+export const now = (): number => performance.now();
+
+export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = now();
+  const value = await fn();
+  return { ms: now() - t0, value };
+}
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Rounds for printing (keeps the JSON lines short). */
+export function round(x: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Collect garbage between measurements when node runs with --expose-gc (no-op otherwise). */
+export function maybeGc(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) gc();
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export const log = (...args: unknown[]): void => {
+  process.stderr.write(`[bench] ${args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ")}\n`);
+};
+
+/** One JSON object per line on stdout. */
+export const emitLine = (obj: Record<string, unknown>): void => {
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
+};
