@@ -266,7 +266,14 @@ export function topoSort(
   }
   // path goes against the edges (node -> its dependency); report in execution direction
   const cycle = path.slice(seen.get(cur)!).reverse();
-  return { ok: false, cycle: [...cycle, cycle[0]!] };
+  // start at the step declared first, so the message is stable
+  const declared = new Map(ids.map((id, i) => [id, i]));
+  let start = 0;
+  cycle.forEach((id, i) => {
+    if (declared.get(id)! < declared.get(cycle[start]!)!) start = i;
+  });
+  const rotated = [...cycle.slice(start), ...cycle.slice(0, start)];
+  return { ok: false, cycle: [...rotated, rotated[0]!] };
 }
 
 function ancestorQuery(deps: ReadonlyMap<string, readonly string[]>, topoIndex: ReadonlyMap<string, number>) {
