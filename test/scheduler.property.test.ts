@@ -36,6 +36,11 @@ interface Scenario {
   confirm: (Confirm | null)[];
   /** Random keys for a random topological order (used by restore). */
   topoKeys: number[];
+  /**
+   * After a fail_fast halt, a step in its real run that ignores the abort keeps running and ends
+   * normally later (the real driver then calls complete/fail); the others are cancelled at once.
+   */
+  ignoresAbort: boolean[];
 }
 
 interface ScenarioOpts {
@@ -88,6 +93,7 @@ function scenarioArb(opts: ScenarioOpts = {}): fc.Arbitrary<Scenario> {
       failDice: arr(fc.integer({ min: 0, max: 99 })),
       confirm: opts.confirm === false ? fc.constant(Array.from({ length: n }, () => null)) : arr(confirmArb),
       topoKeys: arr(fc.nat()),
+      ignoresAbort: arr(fc.boolean()),
     }).map(({ declKeys, failRate, failDice, ...r }): Scenario => ({
       ...r,
       decl: Array.from({ length: n }, (_, j) => j).sort((a, b) => declKeys[a]! - declKeys[b]! || a - b),
@@ -231,6 +237,8 @@ function simulate(scn: Scenario, hooks: Hooks = {}): Sim {
     }
     check(sim.parked.size === 0, () => "halt() left parked steps");
     for (const j of [...sim.running.keys()]) {
+      const inPreview = scn.confirm[j] != null && !sim.approved[j];
+      if (scn.ignoresAbort[j] && !inPreview) continue;
       sched.cancelRunning(idOf(j));
       stopRun(j);
       finish(j, "cancelled");
@@ -246,7 +254,7 @@ function simulate(scn: Scenario, hooks: Hooks = {}): Sim {
     }
     for (const id of r.released) check(sched.status(id) === "ready", () => `fail() released ${id} but it is ${sched.status(id)}`);
     check(r.halted === (scn.policy[j] === "fail_fast"), () => `fail(${idOf(j)}) halted=${r.halted} with policy ${scn.policy[j]}`);
-    if (r.halted) {
+    if (r.halted && !sim.failFastHit) {
       sim.failFastHit = true;
       doHalt();
     }
@@ -413,7 +421,9 @@ describe("Scheduler (property-based simulation)", () => {
     for (let j = 0; j < scn.n; j++) {
       const st = sched.status(idOf(j));
       const cause = [...b.ancestors[j]!].find((a) => sched.status(idOf(a)) === "failed" && scn.policy[a] === "skip_dependents");
-      check((st === "skipped") === (cause !== undefined), () => `${idOf(j)} is ${st}; failed skip_dependents ancestor: ${cause === undefined ? "none" : idOf(cause)}`);
+      check(st !== "skipped" || cause !== undefined, () => `${idOf(j)} is skipped but no ancestor failed with skip_dependents`);
+      // the converse; a failure after a fail_fast halt finds its dependents already cancelled
+      if (cause !== undefined) check(st === "skipped" || (st === "cancelled" && sim.failFastHit), () => `${idOf(j)} is ${st} though ${idOf(cause)} failed with skip_dependents`);
       if (st === "skipped") check(sim.intervals[j]!.length === 0, () => `skipped ${idOf(j)} had run`);
       if (st === "failed") check(scn.fails[j]! || sim.rejected[j]!, () => `${idOf(j)} failed but was not meant to`);
       if (st === "completed") check(!scn.fails[j] && !sim.rejected[j], () => `${idOf(j)} completed but was meant to fail`);
@@ -459,7 +469,12 @@ describe("Scheduler (property-based simulation)", () => {
       for (let j = 0; j < scn.n; j++) {
         const id = idOf(j);
         const want = live.status(id) === "running" ? "ready" : live.status(id);
-        check(restored.status(id) === want, () => `after ${sim.events} events: restored ${id} is ${restored.status(id)}, live ${live.status(id)}`);
+        const got = restored.status(id);
+        // after a fail_fast halt a dependent of a later skip_dependents failure is cancelled live; replaying
+        // the durable outcomes in topological order may skip it instead: both mean "never runs"
+        // a step still running after the halt has no durable outcome: restored ready or blocked, it never starts
+        const benign = live.halted && ((want === "cancelled" && got === "skipped") || (want === "ready" && got === "blocked"));
+        check(got === want || benign, () => `after ${sim.events} events: restored ${id} is ${got}, live ${live.status(id)}`);
       }
       expect(restored.halted).toBe(live.halted);
       expect(restored.done).toBe(live.done);
