@@ -32,6 +32,10 @@ export interface PendingConfirmation {
   skillName: string;
   arguments: unknown;
   preview: unknown;
+  /** Which wait of this step (0: before its first attempt; n: in doubt after attempt n). */
+  round?: number;
+  /** The step was running when its process died and the runtime cannot tell if its effect happened. */
+  inDoubt?: boolean;
 }
 
 export interface ConfirmationInterrupt {
@@ -44,7 +48,9 @@ export function pendingConfirmations(state: Pick<RunState, "steps" | "plan">): P
   const out: PendingConfirmation[] = [];
   for (const s of state.plan.steps) {
     const r = state.steps[s.stepId];
-    if (r?.status === "waiting_confirmation") out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null });
+    if (r?.status === "waiting_confirmation") {
+      out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null, round: r.waitRound ?? 0, ...(r.inDoubt ? { inDoubt: true } : {}) });
+    }
   }
   return out;
 }

@@ -272,9 +272,9 @@ export function makeSchedulerNode(env: RuntimeEnv) {
             set(c.id, { status: "cancelled", finishedAt: iso() });
             return;
           }
-          set(c.id, { status: "waiting_confirmation", preview: item.res.preview });
+          set(c.id, { status: "waiting_confirmation", preview: item.res.preview, waitRound: 0 });
           sched.park(c.id);
-          emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview: item.res.preview });
+          emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview: item.res.preview, round: 0 }, "0");
           const early = pendingDecisions.get(c.id);
           if (early) {
             pendingDecisions.delete(c.id);

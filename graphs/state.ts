@@ -21,6 +21,10 @@ export interface StepRecord {
   retrySuppressed?: string;
   /** Arguments as approved by a human (possibly edited). */
   approvedArguments?: Record<string, unknown>;
+  /** Which wait for a decision this is (0 before the first attempt; n after attempt n was in doubt). */
+  waitRound?: number;
+  /** Waiting because the step's outcome after a crash is unknown (decisions: retry / mark_done / fail). */
+  inDoubt?: boolean;
   rollback?: RollbackStatus;
   rollbackError?: StepError;
 }

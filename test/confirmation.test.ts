@@ -35,7 +35,7 @@ describe("confirmation", () => {
       }),
     );
     expect(first.view.status).toBe("waiting_confirmation");
-    expect(first.view.pendingConfirmations).toEqual([{ stepId: "pub", skillName: "test.publish", arguments: { title: "Q3 report" }, preview: { willPublish: "Q3 report" } }]);
+    expect(first.view.pendingConfirmations).toEqual([{ stepId: "pub", skillName: "test.publish", arguments: { title: "Q3 report" }, preview: { willPublish: "Q3 report" }, round: 0 }]);
     expect(ledger.total()).toBe(0);
     expect(first.events.at(-1)!.type).toBe("run_waiting_confirmation");
 

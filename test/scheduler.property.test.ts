@@ -577,6 +577,18 @@ describe("Scheduler (examples)", () => {
     expect(s.running).toBe(0);
   });
 
+  it("after fail_fast, a step that still completes releases nothing (even before halt() is called)", () => {
+    const s = new Scheduler(mk({ a: { onFailure: "fail_fast" }, b: {}, c: { deps: ["b"] } }));
+    expect(s.start()).toEqual(["a", "b"]);
+    expect(s.fail("a").halted).toBe(true);
+    expect(s.complete("b")).toEqual([]);
+    expect(s.status("c")).toBe("blocked");
+    expect(s.start()).toEqual([]);
+    expect(s.halt()).toEqual(["c"]);
+    expect(s.done).toBe(true);
+    expect(s.idle).toBe(true);
+  });
+
   it("skip_dependents skips the transitive dependents only; continue releases them", () => {
     const s = new Scheduler(mk({ a: {}, b: { deps: ["a"] }, c: { deps: ["b"] }, x: { onFailure: "continue" }, y: { deps: ["x"] }, z: {} }));
     expect(s.start()).toEqual(["a", "x", "z"]);

@@ -250,7 +250,7 @@ export class Scheduler {
       this.state.set(s, "skipped");
       this.unfinished--;
       skipped.push(s);
-      
+      stack.push(...this.nodes.get(s)!.successors);
     }
     return skipped;
   }

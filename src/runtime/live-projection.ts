@@ -1,12 +1,13 @@
 /**
  * What an active run looks like between checkpoints. The scheduler node writes state only when it
- * returns, so while it runs, the freshest truth is its event stream; this folds those events over
- * the last checkpoint. (The Postgres run tables are the durable form of the same projection.)
+ * returns, so while it runs the freshest truth is its event stream; this folds those events (the
+ * same projection the run store applies) over what was stored before the drive started.
  */
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { Decision } from "../../graphs/state.js";
-import { STEP_STATUS_AFTER, type RunEvent } from "../kernel/events.js";
+import type { RunEvent } from "../kernel/events.js";
 import type { StepStatus } from "../kernel/status.js";
+import { project } from "../store/projection.js";
 
 export class LiveProjection {
   readonly status = new Map<string, StepStatus>();
@@ -14,18 +15,14 @@ export class LiveProjection {
   /** Decisions handed to the live scheduler, for duplicate detection. */
   readonly decided = new Map<string, Decision>();
 
-  seed(pending: PendingConfirmation[]): void {
+  seed(pending: readonly PendingConfirmation[]): void {
     for (const p of pending) if (!this.status.has(p.stepId)) this.pending.set(p.stepId, p);
   }
 
   apply(e: RunEvent): void {
-    if (!e.stepId) return;
-    const st = STEP_STATUS_AFTER[e.type];
-    if (st) this.status.set(e.stepId, st);
-    if (e.type === "step_waiting_confirmation") {
-      this.pending.set(e.stepId, { stepId: e.stepId, skillName: String(e.data.skillName ?? ""), arguments: e.data.arguments ?? null, preview: e.data.preview ?? null });
-    } else if (e.type === "step_confirmed" || e.type === "step_failed" || e.type === "step_cancelled") {
-      this.pending.delete(e.stepId);
-    }
+    const p = project([e], [...this.pending.values()]);
+    for (const s of p.steps) if (s.status) this.status.set(s.stepId, s.status);
+    this.pending.clear();
+    for (const x of p.pending) this.pending.set(x.stepId, x);
   }
 }

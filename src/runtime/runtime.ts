@@ -1,26 +1,27 @@
 /**
- * The library entry point: `createRuntime({ skills, checkpointer })`. Every surface (API, agent
- * tool, CLI) goes through this object; the graph does the work, this file validates at the
- * boundary, drives the graph's stream and turns its custom-stream chunks into numbered events.
+ * The library entry point: `createRuntime({ skills, checkpointer, store })`. Every surface (API,
+ * agent tool, CLI, worker) goes through this object; the graph does the work, this file validates
+ * at the boundary, records runs and decisions, and starts drives (src/runtime/driver.ts).
  */
 import { randomUUID } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
+import { hostname } from "node:os";
 import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
-import { DecisionSchema, type ResumeValue } from "../../graphs/approval-node.js";
+import type { ResumeValue } from "../../graphs/approval-node.js";
 import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
 import type { Decision, RunState } from "../../graphs/state.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
 import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import { isTaggedEvent, EVENT_TAG, type RunEvent } from "../kernel/events.js";
-import { TERMINAL_RUN } from "../kernel/status.js";
+import type { RunEvent } from "../kernel/events.js";
+import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, type CompiledPlan } from "../plan/validate.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
-import { MemoryEventLog, type EventLog } from "../store/event-log.js";
-import { LiveProjection } from "./live-projection.js";
+import { MemoryRunStore } from "../store/memory-run-store.js";
+import type { RunStore } from "../store/run-store.js";
+import { startDrive, type Drive, type Graph } from "./driver.js";
 import { buildRunView, type RunView } from "./view.js";
 
 export interface RuntimeOptions {
@@ -28,32 +29,33 @@ export interface RuntimeOptions {
   skills?: Skill[] | SkillRegistry;
   /** @default new MemorySaver() */
   checkpointer?: BaseCheckpointSaver;
-  /** @default in-memory */
-  eventLog?: EventLog;
+  /** Run history (runs, step runs, events, leases, decisions). @default in memory */
+  store?: RunStore;
   /** Workspace allowlist enforced by validation. */
   allowSkill?: (name: string) => boolean;
   env?: Partial<Omit<RuntimeEnv, "registry">>;
+  /** This process's identity for run leases. @default hostname:pid:random */
+  owner?: string;
+  /** A run's lease lasts this long without a heartbeat (a dead process's runs are taken over after it). @default 15000 */
+  leaseTtlMs?: number;
+  /** @default 200 */
+  decisionPollMs?: number;
 }
 
 export interface RunOptions {
   context?: unknown;
   memory?: Record<string, unknown>;
   runId?: string;
+  workspaceId?: string;
+  traceId?: string;
 }
 
 export interface RunHandle {
   runId: string;
-  /** Events of this drive of the run, as they happen (numbered by the event log). */
+  /** Events of this execution of the run, as they are stored (numbered). */
   events: AsyncIterable<RunEvent>;
   /** The run view when the run is terminal or waits for confirmation. */
   result: Promise<RunView>;
-}
-
-export interface ConfirmInput {
-  stepId: string;
-  decision: "approve" | "reject";
-  arguments?: Record<string, unknown>;
-  comment?: string;
 }
 
 export const ConfirmInputSchema = z
@@ -64,67 +66,89 @@ export const ConfirmInputSchema = z
     comment: z.string().max(4_000).optional(),
   })
   .strict();
+export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
+
+const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
 
 export class Runtime {
   readonly registry: SkillRegistry;
   readonly env: RuntimeEnv;
-  readonly eventLog: EventLog;
-  private readonly graph: ReturnType<typeof compileToolchainGraph>;
-  /** Runs this process is executing now, with their live projection (ready once seeded). */
-  private readonly active = new Map<string, { handle: RunHandle; live: LiveProjection; ready: Promise<void> }>();
+  readonly store: RunStore;
+  readonly owner: string;
+  private readonly graph: Graph;
+  private readonly active = new Map<string, Drive>();
   private readonly allowSkill?: (name: string) => boolean;
+  private readonly leaseTtlMs: number;
+  private readonly decisionPollMs: number;
 
   constructor(opts: RuntimeOptions = {}) {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
     this.env = defaultEnv(this.registry, opts.env);
-    this.eventLog = opts.eventLog ?? new MemoryEventLog();
+    this.store = opts.store ?? new MemoryRunStore(this.env.now);
     this.graph = compileToolchainGraph(this.env, opts.checkpointer ?? new MemorySaver());
     this.allowSkill = opts.allowSkill;
+    this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
+    this.decisionPollMs = opts.decisionPollMs ?? 200;
   }
 
   /** Validate only: throws PlanValidationError with a stable code. */
-  validate(plan: unknown, opts: RunOptions = {}): CompiledPlan {
+  validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory"> = {}): CompiledPlan {
     return compilePlan(plan, { registry: this.registry, allowSkill: this.allowSkill, context: opts.context, memory: opts.memory });
   }
 
-  /** Validates synchronously (throws before anything is created), then starts the run. */
+  /** Validates synchronously (throws before anything is created), records the run, executes it here. */
   run(plan: unknown, opts: RunOptions = {}): RunHandle {
+    const { runId, input, created } = this.prepare(plan, opts);
+    return this.drive(runId, input, created);
+  }
+
+  /** Validates and records the run as `queued` for a worker process to execute (API-only processes). */
+  async submit(plan: unknown, opts: RunOptions = {}): Promise<{ runId: string }> {
+    const { runId, created } = this.prepare(plan, opts);
+    await created;
+    return { runId };
+  }
+
+  private prepare(plan: unknown, opts: RunOptions) {
     const compiled = this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
     const now = new Date(this.env.now()).toISOString();
-    const input: Partial<RunState> = {
+    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
+    const created = this.store.createRun({
       runId,
+      workspaceId: opts.workspaceId ?? "default",
+      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan: compiled.plan,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      status: "queued",
-      createdAt: now,
-      updatedAt: now,
-    };
-    return this.drive(runId, input);
+      context: input.context,
+      memory: input.memory!,
+    });
+    return { runId, input, created };
   }
 
   /**
-   * Answer a confirmation. A decision for a step that is not waiting is refused with
-   * CONFIRMATION_NOT_PENDING, except an exact repeat of the decision already applied, which
-   * answers with the current state and resumes nothing.
+   * Answer a confirmation. Refused with CONFIRMATION_NOT_PENDING when the step is not waiting,
+   * except an exact repeat of the decision already taken, which answers with the current state
+   * and resumes nothing (also when the repeats race each other).
    */
   async confirm(runId: string, input: ConfirmInput): Promise<RunHandle> {
     const parsed = ConfirmInputSchema.safeParse(input);
     if (!parsed.success) throw new ToolchainError(ErrorCode.INVALID_DECISION, `invalid decision: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
     const d = parsed.data;
-    const state = await this.state(runId);
+    const row = await this.store.getRow(runId);
+    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.comment ? { comment: d.comment } : {}) };
-    const same = (prev: Decision | undefined) => prev !== undefined && isDeepStrictEqual({ ...prev, at: undefined }, { ...decision, at: undefined });
-    const active = this.active.get(runId);
-    await active?.ready;
-    const waiting = active ? active.live.pending.has(d.stepId) : state.steps[d.stepId]?.status === "waiting_confirmation";
-    if (!waiting) {
-      if (same(active?.live.decided.get(d.stepId) ?? state.decisions[d.stepId])) return this.follow(runId);
+    const local = this.active.get(runId);
+    await local?.ready;
+    const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
+    if (!pending) {
+      const prevRound = await this.lastRound(runId, d.stepId);
+      const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
+      if (prev && prev.decision === decision.decision && JSON.stringify(prev.arguments ?? null) === JSON.stringify(decision.arguments ?? null)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
     }
     if (d.decision === "approve" && d.arguments) {
-      const step = state.plan.steps.find((s) => s.stepId === d.stepId)!;
+      const step = row.plan.steps.find((s) => s.stepId === d.stepId)!;
       const skill = this.registry.get(step.skillName)!;
       const r = skill.input.safeParse(d.arguments);
       if (!r.success) {
@@ -132,96 +156,187 @@ export class Runtime {
       }
     }
     decision.at = new Date(this.env.now()).toISOString();
-    if (active) {
-      // the scheduler is still busy on other branches: hand it the decision directly
-      active.live.pending.delete(d.stepId);
-      active.live.decided.set(d.stepId, decision);
+    const recorded = await this.store.recordDecision(runId, d.stepId, pending.round ?? 0, decision);
+    if (recorded === "duplicate") return this.follow(runId);
+    if (recorded === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} already has a different decision`);
+    if (local) {
+      // the scheduler is running here, maybe busy on other branches: hand it the decision now
+      local.live.pending.delete(d.stepId);
+      local.live.decided.set(d.stepId, decision);
       this.env.controls.offer(runId, d.stepId, decision);
-      return active.handle;
+      return this.handleOf(local);
     }
-    const resume: ResumeValue = { decisions: { [d.stepId]: decision } };
-    return this.drive(runId, new Command({ resume }));
+    return this.resumeRecorded(runId);
+  }
+
+  /** Resume a suspended run with every recorded decision not yet applied (if we can take its lease). */
+  private async resumeRecorded(runId: string): Promise<RunHandle> {
+    const decisions: Record<string, Decision> = {};
+    for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;
+    const resume: ResumeValue = { decisions };
+    try {
+      return this.drive(runId, new Command({ resume }));
+    } catch (e) {
+      // another process executes the run: it polls recorded decisions and applies this one
+      if ((e as ToolchainError).code === ErrorCode.RUN_NOT_ACTIVE) return this.follow(runId);
+      throw e;
+    }
+  }
+
+  private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
+    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    const rec = (snap.values as Partial<RunState>).steps?.[stepId];
+    return rec ? rec.waitRound ?? 0 : undefined;
   }
 
   /** Cancel: running steps are aborted through their signal, then completed steps compensated. */
   async cancel(runId: string, reason = "cancelled by request"): Promise<RunHandle> {
-    const state = await this.state(runId);
-    if (TERMINAL_RUN.has(state.status)) return this.follow(runId);
-    const active = this.active.get(runId);
+    const row = await this.store.getRow(runId);
+    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+    if (TERMINAL_RUN.has(row.status)) return this.follow(runId);
+    const local = this.active.get(runId);
     this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason));
-    if (active) return active.handle;
-    // suspended at an interrupt (or not driven by this process): resume into cancellation
+    if (local) return this.handleOf(local);
     const resume: ResumeValue = { cancel: true, reason };
     return this.drive(runId, new Command({ resume }));
   }
 
-  /** The run view; for a run executing in this process, step statuses are live (from its events). */
+  /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
   async getRun(runId: string): Promise<RunView> {
-    const view = buildRunView(await this.state(runId));
-    const active = this.active.get(runId);
-    if (!active) return view;
-    for (const s of view.steps) s.status = active.live.status.get(s.stepId) ?? s.status;
-    view.pendingConfirmations = [...active.live.pending.values()];
-    if (view.status === "queued" || view.status === "waiting_confirmation") view.status = "running";
+    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    const values = snap.values as Partial<RunState>;
+    if (!values?.runId) {
+      const stored = await this.store.getView(runId);
+      if (stored) return stored;
+      const row = await this.store.getRow(runId);
+      if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      // recorded, not started yet
+      return buildRunView({ runId, plan: row.plan, context: row.context, memory: row.memory, steps: {}, status: row.status, error: null, createdAt: new Date(0).toISOString(), updatedAt: new Date(0).toISOString() } as unknown as RunState);
+    }
+    const view = buildRunView(values as RunState);
+    const local = this.active.get(runId);
+    if (!local) return view;
+    for (const s of view.steps) s.status = local.live.status.get(s.stepId) ?? s.status;
+    view.pendingConfirmations = [...local.live.pending.values()];
+    if (!TERMINAL_RUN.has(view.status)) view.status = "running";
     return view;
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
-    return this.eventLog.list(runId, after);
+    return this.store.list(runId, after);
   }
 
-  private async state(runId: string): Promise<RunState> {
-    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
-    const values = snap.values as Partial<RunState>;
-    if (!values || !values.runId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    return values as RunState;
+  /**
+   * Take over runs that need an executor: queued ones (submitted by an API-only process) and
+   * active ones whose owner stopped heartbeating (crashed). Each continues from its checkpoint.
+   */
+  async recover(limit = 10): Promise<string[]> {
+    const claimed = await this.store.claimRunnable(this.owner, this.leaseTtlMs, limit);
+    const started: string[] = [];
+    for (const runId of claimed) {
+      if (this.active.has(runId)) continue;
+      const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+      let input: Partial<RunState> | null = null;
+      if (!(snap.values as Partial<RunState>)?.runId) {
+        const row = (await this.store.getRow(runId))!;
+        const now = new Date(this.env.now()).toISOString();
+        input = { runId, plan: row.plan, context: row.context, memory: row.memory, status: "queued", createdAt: now, updatedAt: now };
+      }
+      try {
+        this.drive(runId, input).result.catch(() => undefined);
+        started.push(runId);
+      } catch {
+        await this.store.releaseLease(runId, this.owner).catch(() => undefined);
+      }
+    }
+    return started;
   }
 
-  /** A handle on a run without driving it: the active drive, or the current view. */
+  /** Poll for runs to execute until stopped (worker processes; also the default single process). */
+  startWorker(opts: { pollMs?: number; maxActive?: number } = {}): () => Promise<void> {
+    const pollMs = opts.pollMs ?? 1_000;
+    const maxActive = opts.maxActive ?? 50;
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const tick = async () => {
+      if (stopped) return;
+      const room = maxActive - this.active.size;
+      if (room > 0) await this.recover(room).catch(() => undefined);
+      if (!stopped) timer = setTimeout(tick, pollMs);
+    };
+    void tick();
+    return async () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }
+
+  /** Runs executing in this process now. */
+  activeRuns(): string[] {
+    return [...this.active.keys()];
+  }
+
+  /** Wait for every drive in this process to settle (shutdown). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.active.values()].map((d) => d.result));
+  }
+
+  private handleOf(d: Drive): RunHandle {
+    return { runId: d.runId, events: d.events, result: d.result };
+  }
+
+  /** A handle on a run executed elsewhere (or already settled): waits via the store. */
   private follow(runId: string): RunHandle {
-    const active = this.active.get(runId);
-    if (active) return active.handle;
+    const local = this.active.get(runId);
+    if (local) return this.handleOf(local);
     const events = new Channel<RunEvent>();
     events.close();
-    return { runId, events, result: this.getRun(runId) };
-  }
-
-  private drive(runId: string, input: Partial<RunState> | Command): RunHandle {
-    if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
-    const events = new Channel<RunEvent>();
-    const live = new LiveProjection();
-    const ready = input instanceof Command ? this.state(runId).then((s) => live.seed(buildRunView(s).pendingConfirmations)) : Promise.resolve();
     const result = (async () => {
-      try {
-        await ready;
-        const stream = await this.graph.stream(input as never, {
-          configurable: { thread_id: runId },
-          streamMode: ["custom"],
-          recursionLimit: 1_000_000,
-        });
-        for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
-          const [, payload] = chunk;
-          if (!isTaggedEvent(payload)) continue;
-          for (const ev of await this.eventLog.append(runId, [payload[EVENT_TAG]])) {
-            live.apply(ev);
-            events.push(ev);
-          }
-        }
-        this.active.delete(runId);
-        const view = await this.getRun(runId);
-        events.close();
-        return view;
-      } catch (e) {
-        events.fail(e);
-        throw e;
-      } finally {
-        this.active.delete(runId);
+      for (;;) {
+        const row = await this.store.getRow(runId);
+        if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+        if (SETTLED.has(row.status) && !row.leaseOwner) return this.getRun(runId);
+        await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    const handle: RunHandle = { runId, events, result };
-    this.active.set(runId, { handle, live, ready: ready.catch(() => undefined) });
-    result.catch(() => undefined); // surfaced to whoever awaits handle.result
-    return handle;
+    return { runId, events, result };
+  }
+
+  private drive(runId: string, input: Partial<RunState> | Command | null, created?: Promise<void>): RunHandle {
+    if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
+    const deps = {
+      graph: this.graph,
+      store: this.store,
+      controls: this.env.controls,
+      owner: this.owner,
+      leaseTtlMs: this.leaseTtlMs,
+      decisionPollMs: this.decisionPollMs,
+      view: async (id: string) => buildRunView((await this.graph.getState({ configurable: { thread_id: id } })).values as RunState),
+    };
+    let drive!: Drive;
+    const after = () => {
+      if (this.active.get(runId) === drive) this.active.delete(runId);
+    };
+    if (created) {
+      // the history row must exist before the drive takes the lease
+      const store = this.store;
+      const wrapped: typeof store = Object.create(store);
+      wrapped.acquireLease = async (...a) => (await created, store.acquireLease(...a));
+      drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
+    } else drive = startDrive(deps, runId, input, after);
+    this.active.set(runId, drive);
+    drive.result.then(
+      async (view) => {
+        // decisions recorded while the drive was finishing: resume at once
+        if (view.status === "waiting_confirmation" && !this.active.has(runId)) {
+          const pending = new Set(view.pendingConfirmations.map((p) => p.stepId));
+          const ds = await this.store.unappliedDecisions(runId).catch(() => []);
+          if (ds.some((x) => pending.has(x.stepId))) await this.resumeRecorded(runId).catch(() => undefined);
+        }
+      },
+      () => undefined,
+    );
+    return this.handleOf(drive);
   }
 }
 

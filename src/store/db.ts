@@ -1,0 +1,75 @@
+/**
+ * Database access: a server Postgres when DATABASE_URL is set, otherwise an embedded Postgres
+ * (PGlite, real Postgres in-process) served over a private unix socket so the same `pg.Pool`,
+ * the same SQL and LangGraph's PostgresSaver work unchanged.
+ *
+ * Embedded mode uses a pool of ONE connection: PGlite is single-session and the socket server
+ * multiplexes every client onto it, so two pool clients could interleave their transactions.
+ * One client serialises them (one process owns an embedded database).
+ */
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+
+export interface Database {
+  pool: pg.Pool;
+  /** Postgres schema holding our tables and LangGraph's checkpoint tables. */
+  schema: string;
+  kind: "server" | "embedded";
+  /** Connection string other processes can use (server mode only). */
+  url?: string;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** Server Postgres. Absent: embedded. */
+  url?: string;
+  /** Embedded data directory; absent: in memory (lost on exit). */
+  dataDir?: string;
+  schema?: string;
+  /** Server pool size. @default 10 */
+  poolSize?: number;
+}
+
+const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Database> {
+  const schema = opts.schema ?? "toolchain";
+  if (!SCHEMA_RE.test(schema)) throw new TypeError(`Expected schema to match ${SCHEMA_RE}, got "${schema}"`);
+  if (opts.url) {
+    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10 });
+    pool.on("error", () => undefined); // idle-client errors (server restart) surface on next use
+    return { pool, schema, kind: "server", url: opts.url, close: () => pool.end() };
+  }
+  return openEmbedded(schema, opts.dataDir);
+}
+
+async function openEmbedded(schema: string, dataDir: string | undefined): Promise<Database> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  // unix socket paths are limited to ~100 bytes: keep it short and private
+  const sockDir = mkdtempSync(path.join(tmpdir(), "tcpg-"));
+  const server = new PGLiteSocketServer({ db, path: path.join(sockDir, ".s.PGSQL.5432"), maxConnections: 4 });
+  await server.start();
+  const pool = new pg.Pool({ host: sockDir, port: 5432, user: "postgres", database: "postgres", max: 1 });
+  pool.on("error", () => undefined);
+  return {
+    pool,
+    schema,
+    kind: "embedded",
+    async close() {
+      await pool.end().catch(() => undefined);
+      await server.stop().catch(() => undefined);
+      await db.close().catch(() => undefined);
+      rmSync(sockDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A schema-qualified table name. */
+export function table(db: Pick<Database, "schema">, name: string): string {
+  return `"${db.schema}".${name}`;
+}

@@ -1,0 +1,143 @@
+/** RunStore in process memory: the library default and the reference for the shared store suite. */
+import type { Decision } from "../../graphs/state.js";
+import type { EmittedEvent, RunEvent } from "../kernel/events.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
+import type { RunView } from "../runtime/view.js";
+import { project } from "./projection.js";
+import { sameDecision } from "./pg-run-store.js";
+import { LeaseLostError, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+
+interface Entry {
+  row: RunRow;
+  events: RunEvent[];
+  keys: Set<string>;
+  view?: RunView;
+  createdAt: Date;
+  finishedAt?: Date;
+  decisions: Map<string, { stepId: string; round: number; decision: Decision; applied: boolean }>;
+}
+
+export class MemoryRunStore implements RunStore {
+  private readonly runs = new Map<string, Entry>();
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private get(runId: string): Entry {
+    const e = this.runs.get(runId);
+    if (!e) throw new Error(`run ${runId} has no history row`);
+    return e;
+  }
+
+  async createRun(r: NewRun): Promise<void> {
+    if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
+    this.runs.set(r.runId, {
+      row: { ...r, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false },
+      events: [],
+      keys: new Set(),
+      createdAt: new Date(this.now()),
+      decisions: new Map(),
+    });
+  }
+  async getRow(runId: string): Promise<RunRow | undefined> {
+    const e = this.runs.get(runId);
+    return e ? { ...e.row } : undefined;
+  }
+  async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    const e = this.get(runId);
+    if (owner && e.row.leaseOwner !== owner) throw new LeaseLostError(runId, owner);
+    const fresh: RunEvent[] = [];
+    for (const ev of events) {
+      if (e.keys.has(ev.key)) continue;
+      e.keys.add(ev.key);
+      fresh.push({ ...ev, runId, seq: ++e.row.lastSeq });
+    }
+    e.events.push(...fresh);
+    const p = project(fresh, e.row.pendingConfirmations);
+    e.row.pendingConfirmations = p.pending;
+    if (p.runStatus) e.row.status = p.runStatus;
+    return fresh;
+  }
+  async list(runId: string, after = 0): Promise<RunEvent[]> {
+    return (this.runs.get(runId)?.events ?? []).filter((x) => x.seq > after);
+  }
+  async sync(v: RunView, owner?: string): Promise<void> {
+    const e = this.get(v.runId);
+    if (owner && e.row.leaseOwner !== null && e.row.leaseOwner !== owner) throw new LeaseLostError(v.runId, owner);
+    e.view = structuredClone(v);
+    e.row.status = v.status;
+    e.row.memory = v.memory;
+    e.row.pendingConfirmations = v.pendingConfirmations;
+    if (TERMINAL_RUN.has(v.status)) e.finishedAt ??= new Date(this.now());
+  }
+  async getView(runId: string): Promise<RunView | undefined> {
+    const v = this.runs.get(runId)?.view;
+    return v ? structuredClone(v) : undefined;
+  }
+  private leaseFree(e: Entry, owner: string): boolean {
+    return e.row.leaseOwner === null || e.row.leaseOwner === owner || (e.row.leaseExpiresAt !== null && e.row.leaseExpiresAt.getTime() < this.now());
+  }
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
+    const e = this.get(runId);
+    if (!this.leaseFree(e, owner)) return false;
+    e.row.leaseOwner = owner;
+    e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
+    return true;
+  }
+  async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
+    const e = this.get(runId);
+    if (e.row.leaseOwner !== owner) return false;
+    e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
+    return true;
+  }
+  async releaseLease(runId: string, owner: string): Promise<void> {
+    const e = this.runs.get(runId);
+    if (e && e.row.leaseOwner === owner) {
+      e.row.leaseOwner = null;
+      e.row.leaseExpiresAt = null;
+    }
+  }
+  async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
+    const out: string[] = [];
+    for (const e of [...this.runs.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())) {
+      if (out.length >= limit) break;
+      if (!["queued", "planning", "running"].includes(e.row.status)) continue;
+      if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= this.now()) continue;
+      e.row.leaseOwner = owner;
+      e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
+      out.push(e.row.runId);
+    }
+    return out;
+  }
+  async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
+    const e = this.get(runId);
+    const k = `${stepId}\u0000${round}`;
+    const prev = e.decisions.get(k);
+    if (prev) return sameDecision(prev.decision, d) ? "duplicate" : "conflict";
+    e.decisions.set(k, { stepId, round, decision: d, applied: false });
+    return "recorded";
+  }
+  async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {
+    return this.runs.get(runId)?.decisions.get(`${stepId}\u0000${round}`)?.decision;
+  }
+  async unappliedDecisions(runId: string) {
+    return [...this.get(runId).decisions.values()].filter((d) => !d.applied).map(({ stepId, round, decision }) => ({ stepId, round, decision }));
+  }
+  async markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void> {
+    const e = this.get(runId);
+    for (const k of keys) {
+      const d = e.decisions.get(`${k.stepId}\u0000${k.round}`);
+      if (d) d.applied = true;
+    }
+  }
+  async prunable(before: Date, limit: number): Promise<string[]> {
+    return [...this.runs.values()]
+      .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned)
+      .slice(0, limit)
+      .map((e) => e.row.runId);
+  }
+  async markPruned(runIds: string[]): Promise<void> {
+    for (const id of runIds) {
+      const e = this.runs.get(id);
+      if (e) e.row.checkpointPruned = true;
+    }
+  }
+}

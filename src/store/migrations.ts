@@ -1,0 +1,112 @@
+/**
+ * Versioned migrations: an ordered list whose index is the version. Applied on start inside one
+ * transaction under an advisory lock, so replicas starting together apply each version once.
+ * LangGraph's checkpoint tables come from PostgresSaver.setup(), run under the same lock.
+ */
+import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { table, type Database } from "./db.js";
+
+export function migrations(db: Pick<Database, "schema">): string[] {
+  const t = (n: string) => table(db, n);
+  return [
+    // 0: run history
+    `CREATE TABLE ${t("tool_chain_runs")} (
+      run_id text PRIMARY KEY,
+      workspace_id text NOT NULL DEFAULT 'default',
+      status text NOT NULL,
+      plan jsonb NOT NULL,
+      context jsonb NOT NULL DEFAULT '{}'::jsonb,
+      memory jsonb NOT NULL DEFAULT '{}'::jsonb,
+      result jsonb,
+      error jsonb,
+      trace_id text NOT NULL,
+      pending_confirmations jsonb NOT NULL DEFAULT '[]'::jsonb,
+      last_seq bigint NOT NULL DEFAULT 0,
+      lease_owner text,
+      lease_expires_at timestamptz,
+      checkpoint_pruned_at timestamptz,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      finished_at timestamptz
+    );
+    CREATE INDEX tool_chain_runs_ws_created ON ${t("tool_chain_runs")} (workspace_id, created_at DESC, run_id DESC);
+    CREATE INDEX tool_chain_runs_active ON ${t("tool_chain_runs")} (lease_expires_at) WHERE status IN ('queued', 'planning', 'running');
+    CREATE TABLE ${t("tool_chain_step_runs")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      step_id text NOT NULL,
+      skill_name text NOT NULL,
+      status text NOT NULL,
+      depends_on jsonb NOT NULL DEFAULT '[]'::jsonb,
+      input jsonb,
+      output jsonb,
+      attempts int NOT NULL DEFAULT 0,
+      error_code text,
+      error_message text,
+      rollback_status text,
+      rollback_error jsonb,
+      context_snapshot jsonb,
+      started_at timestamptz,
+      finished_at timestamptz,
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (run_id, step_id)
+    );
+    CREATE TABLE ${t("tool_chain_event_logs")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      seq bigint NOT NULL,
+      type text NOT NULL,
+      step_id text,
+      key text NOT NULL,
+      data jsonb NOT NULL,
+      at timestamptz NOT NULL,
+      PRIMARY KEY (run_id, seq),
+      UNIQUE (run_id, key)
+    );
+    CREATE TABLE ${t("tool_chain_decisions")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      step_id text NOT NULL,
+      round int NOT NULL,
+      decision jsonb NOT NULL,
+      applied boolean NOT NULL DEFAULT false,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (run_id, step_id, round)
+    );`,
+  ];
+}
+
+const LOCK_KEY = 7_310_021; // arbitrary, constant: "toolchain migrations"
+
+export async function migrate(db: Database, saver?: PostgresSaver): Promise<void> {
+  const list = migrations(db);
+  const client = await db.pool.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_KEY, db.schema]);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, "toolchain_migrations")} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, "toolchain_migrations")}`);
+    for (let v = (rows[0]?.v ?? -1) + 1; v < list.length; v++) {
+      await client.query(list[v]!);
+      await client.query(`INSERT INTO ${table(db, "toolchain_migrations")} (version) VALUES ($1)`, [v]);
+    }
+    await client.query("COMMIT");
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+  if (saver) await setupSaver(db, saver);
+}
+
+/** PostgresSaver.setup() is not safe to run from several processes at once: serialise it. */
+async function setupSaver(db: Database, saver: PostgresSaver): Promise<void> {
+  if (db.kind === "embedded") return saver.setup(); // one process, one connection
+  const lock = await db.pool.connect();
+  try {
+    await lock.query("SELECT pg_advisory_lock($1, hashtext($2))", [LOCK_KEY + 1, db.schema]);
+    await saver.setup();
+  } finally {
+    await lock.query("SELECT pg_advisory_unlock($1, hashtext($2))", [LOCK_KEY + 1, db.schema]).catch(() => undefined);
+    lock.release();
+  }
+}

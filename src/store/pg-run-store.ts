@@ -1,0 +1,299 @@
+/**
+ * RunStore on Postgres (server or embedded). Plain SQL, one transaction per event batch.
+ */
+import type pg from "pg";
+import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { Decision } from "../../graphs/state.js";
+import type { EmittedEvent, RunEvent } from "../kernel/events.js";
+import type { RunStatus, StepStatus } from "../kernel/status.js";
+import type { RunView } from "../runtime/view.js";
+import { exportPlanGraph } from "../plan/graph-export.js";
+import { table, type Database } from "./db.js";
+import { project } from "./projection.js";
+import { LeaseLostError, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+
+type Tx = pg.PoolClient;
+
+export class PgRunStore implements RunStore {
+  private readonly runs: string;
+  private readonly steps: string;
+  private readonly events: string;
+  private readonly decisions: string;
+
+  constructor(private readonly db: Database) {
+    this.runs = table(db, "tool_chain_runs");
+    this.steps = table(db, "tool_chain_step_runs");
+    this.events = table(db, "tool_chain_event_logs");
+    this.decisions = table(db, "tool_chain_decisions");
+  }
+
+  private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
+    const c = await this.db.pool.connect();
+    try {
+      await c.query("BEGIN");
+      const r = await fn(c);
+      await c.query("COMMIT");
+      return r;
+    } catch (e) {
+      await c.query("ROLLBACK").catch(() => undefined);
+      throw e;
+    } finally {
+      c.release();
+    }
+  }
+
+  async createRun(r: NewRun): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory) VALUES ($1, $2, $3, 'queued', $4, $5, $6)`,
+        [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {})],
+      );
+      const rows = r.plan.steps.map((s) => ({ step_id: s.stepId, skill_name: s.skillName, depends_on: s.dependsOn }));
+      await c.query(
+        `INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
+         SELECT $1, x.step_id, x.skill_name, 'pending', x.depends_on FROM jsonb_to_recordset($2::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)`,
+        [r.runId, JSON.stringify(rows)],
+      );
+    });
+  }
+
+  async getRow(runId: string): Promise<RunRow | undefined> {
+    const { rows } = await this.db.pool.query(`SELECT * FROM ${this.runs} WHERE run_id = $1`, [runId]);
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      runId: r.run_id,
+      workspaceId: r.workspace_id,
+      traceId: r.trace_id,
+      status: r.status,
+      plan: r.plan,
+      context: r.context,
+      memory: r.memory,
+      pendingConfirmations: r.pending_confirmations,
+      leaseOwner: r.lease_owner,
+      leaseExpiresAt: r.lease_expires_at,
+      lastSeq: Number(r.last_seq),
+      checkpointPruned: r.checkpoint_pruned_at !== null,
+    };
+  }
+
+  async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    if (!events.length) return [];
+    return this.tx(async (c) => {
+      const { rows } = await c.query(`SELECT last_seq, lease_owner, pending_confirmations FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
+      const run = rows[0];
+      if (!run) throw new Error(`run ${runId} has no history row`);
+      if (owner && run.lease_owner !== owner) throw new LeaseLostError(runId, owner);
+      const keys = events.map((e) => e.key);
+      const dup = await c.query<{ key: string }>(`SELECT key FROM ${this.events} WHERE run_id = $1 AND key = ANY($2::text[])`, [runId, keys]);
+      const seen = new Set(dup.rows.map((r) => r.key));
+      let seq = Number(run.last_seq);
+      const fresh: RunEvent[] = [];
+      for (const e of events) {
+        if (seen.has(e.key)) continue;
+        seen.add(e.key);
+        fresh.push({ ...e, runId, seq: ++seq });
+      }
+      if (!fresh.length) return [];
+      await c.query(
+        `INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
+         SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)`,
+        [runId, JSON.stringify(fresh)],
+      );
+      const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
+      if (p.steps.length) {
+        await c.query(
+          `UPDATE ${this.steps} s SET
+             status = COALESCE(x.status, s.status),
+             attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
+             error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
+             error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
+             started_at = COALESCE(s.started_at, x."startedAt"),
+             finished_at = COALESCE(x."finishedAt", s.finished_at),
+             rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
+             updated_at = now()
+           FROM jsonb_to_recordset($2::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
+           WHERE s.run_id = $1 AND s.step_id = x."stepId"`,
+          [runId, JSON.stringify(p.steps)],
+        );
+      }
+      await c.query(
+        `UPDATE ${this.runs} SET last_seq = $2, status = COALESCE($3, status), pending_confirmations = $4::jsonb, updated_at = now(),
+           finished_at = CASE WHEN $3 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
+         WHERE run_id = $1`,
+        [runId, seq, p.runStatus ?? null, JSON.stringify(p.pending)],
+      );
+      return fresh;
+    });
+  }
+
+  async list(runId: string, after = 0): Promise<RunEvent[]> {
+    const { rows } = await this.db.pool.query(
+      `SELECT seq, type, step_id, key, data, at FROM ${this.events} WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+      [runId, after],
+    );
+    return rows.map((r) => {
+      const e: RunEvent = { runId, seq: Number(r.seq), type: r.type, at: new Date(r.at).toISOString(), data: r.data, key: r.key };
+      if (r.step_id !== null) e.stepId = r.step_id;
+      return e;
+    });
+  }
+
+  async sync(v: RunView, owner?: string): Promise<void> {
+    await this.tx(async (c) => {
+      const { rowCount } = await c.query(
+        `UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
+           finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
+         WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)`,
+        [v.runId, v.status, JSON.stringify(v.memory), JSON.stringify(v.result), JSON.stringify(v.error), JSON.stringify(v.pendingConfirmations), owner ?? null],
+      );
+      if (!rowCount) throw new LeaseLostError(v.runId, owner ?? "");
+      const rows = v.steps.map((s) => ({
+        step_id: s.stepId,
+        status: s.status,
+        input: s.input,
+        output: s.output,
+        attempts: s.attempts,
+        error_code: s.error?.code ?? null,
+        error_message: s.error?.message ?? null,
+        rollback_status: s.rollback?.status ?? null,
+        rollback_error: s.rollback?.error ?? null,
+        started_at: s.startedAt,
+        finished_at: s.finishedAt,
+      }));
+      await c.query(
+        `UPDATE ${this.steps} s SET status = x.status, input = x.input, output = x.output, attempts = x.attempts, error_code = x.error_code,
+           error_message = x.error_message, rollback_status = x.rollback_status, rollback_error = x.rollback_error,
+           started_at = x.started_at, finished_at = x.finished_at, context_snapshot = $3::jsonb, updated_at = now()
+         FROM jsonb_to_recordset($2::jsonb) AS x(step_id text, status text, input jsonb, output jsonb, attempts int, error_code text, error_message text,
+           rollback_status text, rollback_error jsonb, started_at timestamptz, finished_at timestamptz)
+         WHERE s.run_id = $1 AND s.step_id = x.step_id AND (s.status IS DISTINCT FROM x.status OR s.output IS DISTINCT FROM x.output OR s.input IS DISTINCT FROM x.input OR s.rollback_status IS DISTINCT FROM x.rollback_status)`,
+        [v.runId, JSON.stringify(rows), JSON.stringify({ memoryKeys: Object.keys(v.memory) })],
+      );
+    });
+  }
+
+  async getView(runId: string): Promise<RunView | undefined> {
+    const { rows } = await this.db.pool.query(`SELECT * FROM ${this.runs} WHERE run_id = $1`, [runId]);
+    const r = rows[0];
+    if (!r) return undefined;
+    const steps = await this.db.pool.query(`SELECT * FROM ${this.steps} WHERE run_id = $1`, [runId]);
+    const byId = new Map(steps.rows.map((s) => [s.step_id, s]));
+    const plan = r.plan as RunView["plan"];
+    const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+    const stepViews = plan.steps.map((p) => {
+      const s = byId.get(p.stepId);
+      return {
+        stepId: p.stepId,
+        skillName: p.skillName,
+        status: (s?.status ?? "pending") as StepStatus,
+        dependsOn: [...p.dependsOn],
+        attempts: s?.attempts ?? 0,
+        input: s?.input ?? null,
+        output: s?.output ?? null,
+        error: s?.error_code ? { code: s.error_code, message: s.error_message ?? "" } : null,
+        startedAt: iso(s?.started_at ?? null),
+        finishedAt: iso(s?.finished_at ?? null),
+        usedFallback: false,
+        retrySuppressed: null,
+        rollback: s?.rollback_status ? { status: s.rollback_status, error: s.rollback_error ?? null } : null,
+      };
+    });
+    const status = steps.rows.length ? (r.status as RunStatus) : (r.status as RunStatus);
+    return {
+      runId,
+      status,
+      plan,
+      context: r.context,
+      memory: r.memory,
+      result: r.result,
+      error: r.error,
+      steps: stepViews as RunView["steps"],
+      pendingConfirmations: r.pending_confirmations,
+      graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
+      createdAt: new Date(r.created_at).toISOString(),
+      updatedAt: new Date(r.updated_at).toISOString(),
+    };
+  }
+
+  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
+    const { rowCount } = await this.db.pool.query(
+      `UPDATE ${this.runs} SET lease_owner = $2, lease_expires_at = now() + ($3 || ' milliseconds')::interval
+       WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())`,
+      [runId, owner, String(ttlMs)],
+    );
+    return rowCount === 1;
+  }
+
+  async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
+    const { rowCount } = await this.db.pool.query(
+      `UPDATE ${this.runs} SET lease_expires_at = now() + ($3 || ' milliseconds')::interval WHERE run_id = $1 AND lease_owner = $2`,
+      [runId, owner, String(ttlMs)],
+    );
+    return rowCount === 1;
+  }
+
+  async releaseLease(runId: string, owner: string): Promise<void> {
+    await this.db.pool.query(`UPDATE ${this.runs} SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
+  }
+
+  async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
+    const { rows } = await this.db.pool.query(
+      `UPDATE ${this.runs} SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval
+       WHERE run_id IN (
+         SELECT run_id FROM ${this.runs}
+         WHERE status IN ('queued', 'planning', 'running') AND (lease_owner IS NULL OR lease_expires_at < now())
+         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING run_id`,
+      [owner, String(ttlMs), limit],
+    );
+    return rows.map((r) => r.run_id);
+  }
+
+  async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
+    const ins = await this.db.pool.query(
+      `INSERT INTO ${this.decisions} (run_id, step_id, round, decision) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`,
+      [runId, stepId, round, JSON.stringify(d)],
+    );
+    if (ins.rowCount === 1) return "recorded";
+    const { rows } = await this.db.pool.query(`SELECT decision FROM ${this.decisions} WHERE run_id = $1 AND step_id = $2 AND round = $3`, [runId, stepId, round]);
+    const prev = rows[0]?.decision as Decision | undefined;
+    return prev && sameDecision(prev, d) ? "duplicate" : "conflict";
+  }
+
+  async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {
+    const { rows } = await this.db.pool.query(`SELECT decision FROM ${this.decisions} WHERE run_id = $1 AND step_id = $2 AND round = $3`, [runId, stepId, round]);
+    return rows[0]?.decision;
+  }
+
+  async unappliedDecisions(runId: string) {
+    const { rows } = await this.db.pool.query(`SELECT step_id, round, decision FROM ${this.decisions} WHERE run_id = $1 AND NOT applied ORDER BY created_at`, [runId]);
+    return rows.map((r) => ({ stepId: r.step_id as string, round: Number(r.round), decision: r.decision as Decision }));
+  }
+
+  async markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void> {
+    if (!keys.length) return;
+    await this.db.pool.query(
+      `UPDATE ${this.decisions} d SET applied = true FROM jsonb_to_recordset($2::jsonb) AS x("stepId" text, round int) WHERE d.run_id = $1 AND d.step_id = x."stepId" AND d.round = x.round`,
+      [runId, JSON.stringify(keys)],
+    );
+  }
+
+  async prunable(before: Date, limit: number): Promise<string[]> {
+    const { rows } = await this.db.pool.query(
+      `SELECT run_id FROM ${this.runs} WHERE finished_at < $1 AND checkpoint_pruned_at IS NULL
+         AND status IN ('completed','failed','cancelled','rolled_back','rollback_failed') ORDER BY finished_at LIMIT $2`,
+      [before, limit],
+    );
+    return rows.map((r) => r.run_id);
+  }
+
+  async markPruned(runIds: string[]): Promise<void> {
+    if (runIds.length) await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [runIds]);
+  }
+}
+
+export function sameDecision(a: Decision, b: Decision): boolean {
+  const norm = (d: Decision) => JSON.stringify({ decision: d.decision, arguments: d.arguments ?? null, comment: d.comment ?? null });
+  return norm(a) === norm(b);
+}

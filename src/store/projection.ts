@@ -1,0 +1,83 @@
+/**
+ * How events change the stored run and step rows: pure, shared by both stores, so the audit
+ * tables move in exactly the order events happen.
+ */
+import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import { STEP_STATUS_AFTER, type RunEvent } from "../kernel/events.js";
+import type { RunStatus, StepStatus } from "../kernel/status.js";
+
+export interface StepPatch {
+  stepId: string;
+  status?: StepStatus;
+  attempts?: number;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  startedAt?: string;
+  finishedAt?: string;
+  rollbackStatus?: string;
+}
+
+export interface Projection {
+  runStatus?: RunStatus;
+  pending: PendingConfirmation[];
+  steps: StepPatch[];
+}
+
+const FINISHING = new Set(["step_completed", "step_failed", "step_skipped", "step_cancelled"]);
+
+export function project(events: readonly RunEvent[], pendingBefore: readonly PendingConfirmation[]): Projection {
+  const pending = new Map(pendingBefore.map((p) => [p.stepId, p]));
+  const steps = new Map<string, StepPatch>();
+  let runStatus: RunStatus | undefined;
+  for (const e of events) {
+    switch (e.type) {
+      case "planning_started":
+        runStatus = "planning";
+        break;
+      case "planning_completed":
+        runStatus = "running";
+        break;
+      case "run_waiting_confirmation":
+        runStatus = "waiting_confirmation";
+        break;
+      case "run_completed":
+      case "run_failed":
+        runStatus = (e.data.status as RunStatus | undefined) ?? (e.type === "run_completed" ? "completed" : "failed");
+        break;
+      case "step_started":
+      case "step_confirmed":
+        if (runStatus === "waiting_confirmation" || runStatus === undefined) runStatus = "running";
+        break;
+    }
+    if (!e.stepId) continue;
+    const p = steps.get(e.stepId) ?? { stepId: e.stepId };
+    const st = STEP_STATUS_AFTER[e.type];
+    if (st) p.status = st;
+    if (e.type === "step_started") {
+      p.attempts = Number(e.data.attempt ?? 1);
+      p.startedAt ??= e.at;
+    }
+    if (FINISHING.has(e.type)) p.finishedAt = e.at;
+    const err = e.data.error as { code?: string; message?: string } | undefined;
+    if (err && (e.type === "step_failed" || e.type === "step_retrying")) {
+      p.errorCode = err.code ?? null;
+      p.errorMessage = err.message ?? null;
+    }
+    if (e.type === "step_rolled_back") p.rollbackStatus = "rolled_back";
+    if (e.type === "step_rollback_failed") p.rollbackStatus = (e.data.error as { code?: string } | undefined)?.code === "NOT_COMPENSABLE" ? "not_compensable" : "rollback_failed";
+    steps.set(e.stepId, p);
+    if (e.type === "step_waiting_confirmation") {
+      pending.set(e.stepId, {
+        stepId: e.stepId,
+        skillName: String(e.data.skillName ?? ""),
+        arguments: e.data.arguments ?? null,
+        preview: e.data.preview ?? null,
+        ...(e.data.round !== undefined ? { round: Number(e.data.round) } : {}),
+        ...(e.data.inDoubt ? { inDoubt: true } : {}),
+      } as PendingConfirmation);
+    } else if (e.type === "step_confirmed" || e.type === "step_failed" || e.type === "step_cancelled" || e.type === "step_completed") {
+      pending.delete(e.stepId);
+    }
+  }
+  return { runStatus, pending: [...pending.values()], steps: [...steps.values()] };
+}

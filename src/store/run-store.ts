@@ -1,0 +1,68 @@
+/**
+ * The run history contract: runs, step runs, the event log, leases and recorded decisions.
+ * Two implementations keep it: MemoryRunStore (tests, library default) and PgRunStore.
+ */
+import type { Decision } from "../../graphs/state.js";
+import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { EmittedEvent, RunEvent } from "../kernel/events.js";
+import type { RunStatus } from "../kernel/status.js";
+import type { ToolChainPlan } from "../plan/schema.js";
+import type { RunView } from "../runtime/view.js";
+import type { EventLog } from "./event-log.js";
+
+export interface NewRun {
+  runId: string;
+  workspaceId: string;
+  traceId: string;
+  plan: ToolChainPlan;
+  context: unknown;
+  memory: Record<string, unknown>;
+}
+
+export interface RunRow {
+  runId: string;
+  workspaceId: string;
+  traceId: string;
+  status: RunStatus;
+  plan: ToolChainPlan;
+  context: unknown;
+  memory: Record<string, unknown>;
+  pendingConfirmations: PendingConfirmation[];
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  lastSeq: number;
+  checkpointPruned: boolean;
+}
+
+export type RecordDecisionResult = "recorded" | "duplicate" | "conflict";
+
+export class LeaseLostError extends Error {
+  constructor(readonly runId: string, readonly owner: string) {
+    super(`lease on run ${runId} is no longer held by ${owner}`);
+    this.name = "LeaseLostError";
+  }
+}
+
+export interface RunStore extends EventLog {
+  createRun(run: NewRun): Promise<void>;
+  getRow(runId: string): Promise<RunRow | undefined>;
+  /** Appends (numbering, dedupe by key) and updates the step/run projection in one transaction. Fenced by the lease when `owner` is given. */
+  append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]>;
+  /** Authoritative projection from graph state, written when a drive ends. */
+  sync(view: RunView, owner?: string): Promise<void>;
+  /** The stored view (works after checkpoints were pruned). */
+  getView(runId: string): Promise<RunView | undefined>;
+  acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
+  renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
+  releaseLease(runId: string, owner: string): Promise<void>;
+  /** Runs that need an executor: queued, or active with an expired lease. Claims up to `limit`. */
+  claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]>;
+  /** At most one decision per (run, step, round): concurrent duplicates resolve to one. */
+  recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult>;
+  getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined>;
+  unappliedDecisions(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
+  markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void>;
+  /** Terminal runs finished before `before` whose checkpoints still exist. */
+  prunable(before: Date, limit: number): Promise<string[]>;
+  markPruned(runIds: string[]): Promise<void>;
+}
