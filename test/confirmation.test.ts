@@ -1,9 +1,9 @@
 /**
  * Human confirmation as a durable suspend/resume point (LangGraph interrupt + checkpointer).
  */
-import { MemorySaver } from "@langchain/langgraph";
-import { describe, expect, test } from "vitest";
-import { createRuntime, type RunEvent, type RunView } from "../src/index.js";
+import { afterEach, describe, expect, test } from "vitest";
+import type { RunEvent, RunView } from "../src/index.js";
+import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
 
 async function collect(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }) {
@@ -13,18 +13,25 @@ async function collect(h: { events: AsyncIterable<RunEvent>; result: Promise<Run
 }
 const step = (v: RunView, id: string) => v.steps.find((s) => s.stepId === id)!;
 
-function setup() {
-  const ledger = new EffectLedger();
-  const gates = new Gates();
-  const calls = new Map<string, number>();
-  const checkpointer = new MemorySaver();
-  const rt = createRuntime({ skills: [approvalSkill(ledger), gateSkill(gates, calls)], checkpointer });
-  return { rt, ledger, gates, calls, checkpointer };
-}
+describe.each(backends)("confirmation on $name", (backend) => {
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0)) await c();
+  });
+  async function setup() {
+    const ledger = new EffectLedger();
+    const gates = new Gates();
+    const calls = new Map<string, number>();
+    const o = await backend.open({ skills: [approvalSkill(ledger), gateSkill(gates, calls)] });
+    closers.push(async () => {
+      for (const g of ["slow", "prep"]) gates.open(g);
+      await o.close();
+    });
+    return { rt: o.runtime, ledger, gates, calls };
+  }
 
-describe("confirmation", () => {
   test("preview first, then suspend; approve resumes the same run without re-running completed steps", async () => {
-    const { rt, ledger, calls, gates } = setup();
+    const { rt, ledger, calls, gates } = await setup();
     gates.open("prep");
     const first = await collect(
       rt.run({
@@ -51,7 +58,7 @@ describe("confirmation", () => {
   });
 
   test("approve with edited arguments (validated again); invalid edits are refused and change nothing", async () => {
-    const { rt, ledger } = setup();
+    const { rt, ledger } = await setup();
     const { view } = await collect(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "draft" } }] }));
     await expect(rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "" } })).rejects.toMatchObject({
       code: "INVALID_ARGUMENTS",
@@ -64,7 +71,7 @@ describe("confirmation", () => {
   });
 
   test("reject fails the step with REJECTED and skips its dependents", async () => {
-    const { rt, ledger } = setup();
+    const { rt, ledger } = await setup();
     const { view } = await collect(
       rt.run({
         steps: [
@@ -83,7 +90,7 @@ describe("confirmation", () => {
   });
 
   test("a decision for a step that is not waiting is refused; the same decision twice resumes once", async () => {
-    const { rt, ledger } = setup();
+    const { rt, ledger } = await setup();
     const { view } = await collect(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "x" } }, { stepId: "other", skillName: "core.pass", arguments: { value: 1 } }] }));
     await expect(rt.confirm(view.runId, { stepId: "other", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING", message: `step "other" of run ${view.runId} is not waiting for confirmation` });
     await expect(rt.confirm(view.runId, { stepId: "nope", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING" });
@@ -99,7 +106,7 @@ describe("confirmation", () => {
   });
 
   test("parallel confirmations are answered independently, in either order", async () => {
-    const { rt, ledger } = setup();
+    const { rt, ledger } = await setup();
     const { view } = await collect(
       rt.run({
         steps: [
@@ -122,7 +129,7 @@ describe("confirmation", () => {
   });
 
   test("a decision that arrives while other branches still run is applied at once", async () => {
-    const { rt, ledger, gates } = setup();
+    const { rt, ledger, gates } = await setup();
     const h = rt.run({
       steps: [
         { stepId: "slow", skillName: "test.gate", arguments: { gate: "slow" } },
@@ -147,7 +154,7 @@ describe("confirmation", () => {
   });
 
   test("cancel while suspended compensates what completed", async () => {
-    const { rt, ledger } = setup();
+    const { rt, ledger } = await setup();
     const { view } = await collect(
       rt.run({
         steps: [
