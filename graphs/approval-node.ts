@@ -14,8 +14,9 @@ import type { Decision, RunState, RunUpdate } from "./state.js";
 
 export const DecisionSchema = z
   .object({
-    decision: z.enum(["approve", "reject"]),
+    decision: z.enum(["approve", "reject", "mark_done"]),
     arguments: z.record(z.string(), z.unknown()).optional(),
+    output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
     at: z.string().optional(),
   })

@@ -16,6 +16,7 @@ import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attemp
 import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
 import type { StepStatus } from "../src/kernel/status.js";
 import { resolveArguments } from "../src/plan/refs.js";
+import { hasSideEffects } from "../src/skills/contract.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable, Slot } from "./durable-task.js";
@@ -24,7 +25,8 @@ import type { RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate, StepRecord } from "./state.js";
 
 type Completion =
-  | { kind: "attempt"; id: string; attempt: number; res: AttemptResult }
+  | { kind: "attempt"; id: string; attempt: number; res: AttemptResult | InDoubt }
+  | { kind: "reconciled"; id: string; attempt: number; res: Reconciled }
   | { kind: "preview"; id: string; res: { ok: true; preview: unknown } | { ok: false; error: StepError } }
   | { kind: "fallback"; id: string; original: StepError; res: AttemptResult }
   | { kind: "retry"; id: string; attempt: number }
@@ -33,6 +35,15 @@ type Completion =
   | { kind: "offer"; id: string; decision: Decision }
   /** Wakes the loop after a cancel or the deadline; carries no work. */
   | { kind: "wake" };
+
+/** The attempt was started by a process that died before its result was saved. */
+interface InDoubt {
+  ok: false;
+  inDoubt: true;
+  durationMs: 0;
+  error: StepError;
+}
+type Reconciled = { applied: true; output: unknown } | { applied: false } | { unknown: true; error?: StepError };
 
 const RESTORE: Partial<Record<StepStatus, RestoredStatus>> = {
   completed: "completed",
@@ -168,25 +179,57 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     function startAttempt(c: CompiledStep, attempt: number, args: Record<string, unknown>): void {
       const ctl = new AbortController();
       stepCtls.set(c.id, ctl);
-      set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso() });
+      set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso(), inDoubt: false });
       emit(EventType.step_started, c.id, { attempt, skillName: c.skill.name }, `${attempt}`);
+      const run = () =>
+        executeAttempt({
+          skill: c.skill,
+          args,
+          runId,
+          stepId: c.id,
+          attempt,
+          idempotencyKey: `${runId}:${c.id}`,
+          context: state.context,
+          logger: env.logger(runId, c.id),
+          signal: ctl.signal,
+          timeoutMs: c.step.timeoutMs,
+        });
+      const unsafe = hasSideEffects(c.skill) && !c.skill.idempotent;
+      const attemptTask = async (): Promise<AttemptResult | InDoubt> => {
+        if (!unsafe) return callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), run);
+        // Record the intent durably before the effect. If this process dies mid-effect, a replay
+        // finds the intent saved but no result: the attempt is in doubt and is NOT re-executed.
+        let fresh = false;
+        await callDurable(config, `intent.${c.id}`, c.index, Slot.intent(attempt), async () => {
+          fresh = true;
+          return { attempt };
+        });
+        return callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), async () =>
+          fresh ? run() : ({ ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } } as const),
+        );
+      };
       track(
-        callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), () =>
-          executeAttempt({
-            skill: c.skill,
-            args,
-            runId,
-            stepId: c.id,
-            attempt,
-            idempotencyKey: `${runId}:${c.id}`,
-            context: state.context,
-            logger: env.logger(runId, c.id),
-            signal: ctl.signal,
-            timeoutMs: c.step.timeoutMs,
-          }),
-        ),
+        attemptTask(),
         (res) => ({ kind: "attempt", id: c.id, attempt, res }),
         (e) => ({ kind: "attempt", id: c.id, attempt, res: { ok: false, durationMs: 0, error: toStepError(e) } }),
+      );
+    }
+
+    /** An attempt in doubt: ask the skill (durably); if it cannot tell, ask a human. */
+    function reconcile(c: CompiledStep, attempt: number): void {
+      const rc = c.skill.reconcile;
+      track(
+        callDurable(config, `reconcile.${c.id}`, c.index, Slot.reconcile, async (): Promise<Reconciled> => {
+          if (!rc) return { unknown: true };
+          try {
+            const r = await rc({ runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}`, input: rec(c.id).input, signal: haltCtl.signal, logger: env.logger(runId, c.id) });
+            return r ?? { unknown: true };
+          } catch (e) {
+            return { unknown: true, error: toStepError(e) };
+          }
+        }),
+        (res) => ({ kind: "reconciled", id: c.id, attempt, res }),
+        (e) => ({ kind: "reconciled", id: c.id, attempt, res: { unknown: true, error: toStepError(e) } }),
       );
     }
 
@@ -236,24 +279,36 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     function applyDecision(id: string, d: Decision): void {
       const c = compiled.byId.get(id);
       if (!c || rec(id).status !== "waiting_confirmation" || halt) return;
+      const inDoubt = rec(id).inDoubt === true;
+      emit(EventType.step_confirmed, id, { decision: d.decision, edited: d.arguments !== undefined, inDoubt, ...(d.comment ? { comment: d.comment } : {}) }, `${rec(id).waitRound ?? 0}`);
+      if (d.decision === "mark_done") {
+        // the approver states the effect happened: complete without executing again
+        set(id, { inDoubt: false });
+        completionOrder.push(id);
+        const output = d.output ?? null;
+        set(id, { status: "completed", output, finishedAt: iso() });
+        outputs[id] = output;
+        if (c.step.saveResultAs) memory[c.step.saveResultAs] = memoryUpdate[c.step.saveResultAs] = output;
+        emit(EventType.step_completed, id, { attempts: rec(id).attempts, markedDone: true });
+        sched.completeParked(id);
+        return;
+      }
       if (d.decision === "approve") {
         const approved = d.arguments ?? (rec(id).input as Record<string, unknown> | undefined) ?? c.step.arguments;
-        set(id, { approvedArguments: approved });
+        set(id, { approvedArguments: approved, inDoubt: false });
         argCache.delete(id);
-        emit(EventType.step_confirmed, id, { decision: "approve", edited: d.arguments !== undefined, ...(d.comment ? { comment: d.comment } : {}) });
         sched.unpark(id);
-      } else {
-        emit(EventType.step_confirmed, id, { decision: "reject", ...(d.comment ? { comment: d.comment } : {}) });
-        const error: StepError = { code: ErrorCode.REJECTED, message: d.comment ? `rejected: ${d.comment}` : "rejected by approver" };
-        set(id, { status: "failed", error, finishedAt: iso() });
-        emit(EventType.step_failed, id, { error, attempts: rec(id).attempts });
-        const r = sched.completeParkedAs(id, "failed");
-        for (const s of r.skipped) {
-          set(s, { status: "skipped", finishedAt: iso(), error: { code: ErrorCode.REJECTED, message: `skipped: dependency "${id}" was rejected` } });
-          emit(EventType.step_skipped, s, { because: id });
-        }
-        if (r.halted) haltRun("fail_fast", error);
+        return;
       }
+      const error: StepError = { code: ErrorCode.REJECTED, message: d.comment ? `rejected: ${d.comment}` : "rejected by approver" };
+      set(id, { status: "failed", error, finishedAt: iso(), inDoubt: false });
+      emit(EventType.step_failed, id, { error, attempts: rec(id).attempts });
+      const r = sched.completeParkedAs(id, "failed");
+      for (const s of r.skipped) {
+        set(s, { status: "skipped", finishedAt: iso(), error: { code: ErrorCode.REJECTED, message: `skipped: dependency "${id}" was rejected` } });
+        emit(EventType.step_skipped, s, { because: id });
+      }
+      if (r.halted) haltRun("fail_fast", error);
     }
 
     function handle(item: Completion): void {
@@ -295,10 +350,26 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           if (item.res.ok) return completeStep(c, item.res.output, { usedFallback: true, error: item.original });
           return finishFailed(c, { ...item.original, details: { fallbackError: item.res.error } });
         }
+        case "reconciled": {
+          inflight--;
+          const r = item.res;
+          if ("applied" in r && r.applied) return completeStep(c, r.output ?? null, { inDoubt: false });
+          if ("applied" in r && !r.applied && !halt) {
+            const a = argsFor(c);
+            if ("args" in a) return startAttempt(c, item.attempt + 1, a.args);
+          }
+          // nobody can tell whether the effect happened: a human decides (retry / mark_done / reject)
+          const preview = { inDoubt: true, attempt: item.attempt, reason: "the process running this step stopped before its result was saved", ...(("error" in r && r.error) ? { reconcileError: r.error } : {}) };
+          set(c.id, { status: "waiting_confirmation", inDoubt: true, waitRound: item.attempt, preview });
+          sched.park(c.id);
+          emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview, round: item.attempt, inDoubt: true }, `${item.attempt}`);
+          return;
+        }
         case "attempt": {
           inflight--;
           stepCtls.delete(c.id);
           const res = item.res;
+          if ("inDoubt" in res) return reconcile(c, item.attempt);
           if (res.ok) {
             env.registry.observeDuration(c.skill.name, res.durationMs);
             return completeStep(c, res.output);

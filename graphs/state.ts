@@ -30,8 +30,11 @@ export interface StepRecord {
 }
 
 export interface Decision {
-  decision: "approve" | "reject";
+  /** For a step in doubt after a crash: approve = retry it, reject = fail it, mark_done = it happened. */
+  decision: "approve" | "reject" | "mark_done";
   arguments?: Record<string, unknown>;
+  /** mark_done: the step's output. */
+  output?: unknown;
   comment?: string;
   at?: string;
 }

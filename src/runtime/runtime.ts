@@ -20,7 +20,7 @@ import { compilePlan, type CompiledPlan } from "../plan/validate.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
-import type { RunStore } from "../store/run-store.js";
+import { sameDecision, type RunStore } from "../store/run-store.js";
 import { startDrive, type Drive, type Graph } from "./driver.js";
 import { buildRunView, type RunView } from "./view.js";
 
@@ -61,8 +61,11 @@ export interface RunHandle {
 export const ConfirmInputSchema = z
   .object({
     stepId: z.string().min(1),
-    decision: z.enum(["approve", "reject"]),
+    /** approve / reject; for a step in doubt after a crash also mark_done (approve = retry it). */
+    decision: z.enum(["approve", "reject", "mark_done"]),
     arguments: z.record(z.string(), z.unknown()).optional(),
+    /** mark_done: the output to record for the step. */
+    output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
   })
   .strict();
@@ -137,15 +140,18 @@ export class Runtime {
     const d = parsed.data;
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.comment ? { comment: d.comment } : {}) };
+    const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.output !== undefined ? { output: d.output } : {}), ...(d.comment ? { comment: d.comment } : {}) };
     const local = this.active.get(runId);
     await local?.ready;
     const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
     if (!pending) {
       const prevRound = await this.lastRound(runId, d.stepId);
       const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
-      if (prev && prev.decision === decision.decision && JSON.stringify(prev.arguments ?? null) === JSON.stringify(decision.arguments ?? null)) return this.follow(runId);
+      if (prev && sameDecision(prev, decision)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
+    }
+    if (d.decision === "mark_done" && !pending.inDoubt) {
+      throw new ToolchainError(ErrorCode.INVALID_DECISION, `mark_done is only for a step in doubt after a process failure; step "${d.stepId}" waits for a normal confirmation`);
     }
     if (d.decision === "approve" && d.arguments) {
       const step = row.plan.steps.find((s) => s.stepId === d.stepId)!;

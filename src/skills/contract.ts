@@ -55,6 +55,11 @@ export interface Skill<I = any, O = any> {
   preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;
   /** Undo a completed execution. Absent on a side-effecting skill means "not compensable". */
   compensate?(c: CompensationContext<I, O>): Promise<void>;
+  /**
+   * After a crash in the middle of an attempt of a non-idempotent side-effecting step: did the
+   * effect for this idempotency key happen? `undefined` = cannot tell (a human decides).
+   */
+  reconcile?(c: { runId: string; stepId: string; idempotencyKey: string; input: I; signal: AbortSignal; logger: SkillLogger }): Promise<{ applied: true; output: O } | { applied: false } | undefined>;
   /** Expected duration, used to prioritise the critical path when concurrency is limited. */
   estimateDurationMs?(args: I): number | undefined;
   execute(args: I, ctx: SkillContext): Promise<O>;

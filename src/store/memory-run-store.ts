@@ -4,8 +4,7 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
 import { project } from "./projection.js";
-import { sameDecision } from "./pg-run-store.js";
-import { LeaseLostError, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 
 interface Entry {
   row: RunRow;

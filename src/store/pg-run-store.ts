@@ -10,7 +10,7 @@ import type { RunView } from "../runtime/view.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
-import { LeaseLostError, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 
 type Tx = pg.PoolClient;
 
@@ -291,9 +291,4 @@ export class PgRunStore implements RunStore {
   async markPruned(runIds: string[]): Promise<void> {
     if (runIds.length) await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [runIds]);
   }
-}
-
-export function sameDecision(a: Decision, b: Decision): boolean {
-  const norm = (d: Decision) => JSON.stringify({ decision: d.decision, arguments: d.arguments ?? null, comment: d.comment ?? null });
-  return norm(a) === norm(b);
 }

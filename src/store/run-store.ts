@@ -66,3 +66,9 @@ export interface RunStore extends EventLog {
   prunable(before: Date, limit: number): Promise<string[]>;
   markPruned(runIds: string[]): Promise<void>;
 }
+
+/** Two decisions are the same when they decide, edit and comment alike (the time does not count). */
+export function sameDecision(a: Decision, b: Decision): boolean {
+  const norm = (d: Decision) => JSON.stringify({ decision: d.decision, arguments: d.arguments ?? null, output: d.output ?? null, comment: d.comment ?? null });
+  return norm(a) === norm(b);
+}
