@@ -1,4 +1,5 @@
 /** Timing helpers for the benchmarks. */
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 
 export const now = (): number => performance.now();
@@ -34,7 +35,7 @@ export const log = (...args: unknown[]): void => {
   process.stderr.write(`[bench] ${args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ")}\n`);
 };
 
-/** One JSON object per line on stdout. */
+/** One JSON object per line on stdout, with the 1-minute load average (other work on the box skews timings). */
 export const emitLine = (obj: Record<string, unknown>): void => {
-  process.stdout.write(`${JSON.stringify(obj)}\n`);
+  process.stdout.write(`${JSON.stringify({ ...obj, load1: round(loadavg()[0]!, 2) })}\n`);
 };

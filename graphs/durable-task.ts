@@ -13,7 +13,7 @@ import { task } from "@langchain/langgraph";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 
 const SCRATCHPAD = "__pregel_scratchpad";
-export const SLOTS_PER_STEP = 48;
+export const SLOTS_PER_STEP = 32;
 export const Slot = {
   preview: 0,
   /** attempts 1..MAX_ATTEMPTS use slots 1..10 */
@@ -23,8 +23,6 @@ export const Slot = {
   reconcile: 13,
   /** compensation attempts use 16..26 */
   compensation: (n: number) => 15 + n,
-  /** "attempt n is about to start its effect" markers use 33..42 */
-  intent: (n: number) => 32 + n,
 } as const;
 
 export function callDurable<T>(config: LangGraphRunnableConfig, name: string, stepIndex: number, slot: number, fn: () => Promise<T>): Promise<T> {

@@ -195,19 +195,16 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           timeoutMs: c.step.timeoutMs,
         });
       const unsafe = hasSideEffects(c.skill) && !c.skill.idempotent;
-      const attemptTask = async (): Promise<AttemptResult | InDoubt> => {
-        if (!unsafe) return callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), run);
-        // Record the intent durably before the effect. If this process dies mid-effect, a replay
-        // finds the intent saved but no result: the attempt is in doubt and is NOT re-executed.
-        let fresh = false;
-        await callDurable(config, `intent.${c.id}`, c.index, Slot.intent(attempt), async () => {
-          fresh = true;
-          return { attempt };
+      // Runs only when no result of this attempt was saved. For a non-idempotent effect, claim a
+      // durable intent first: if a dead process claimed it before, the attempt is in doubt and is
+      // not executed again (reconcile or a human decides).
+      const attemptTask = () =>
+        callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), async (): Promise<AttemptResult | InDoubt> => {
+          if (unsafe && !(await env.intents.claimIntent(runId, c.id, attempt))) {
+            return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+          }
+          return run();
         });
-        return callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), async () =>
-          fresh ? run() : ({ ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } } as const),
-        );
-      };
       track(
         attemptTask(),
         (res) => ({ kind: "attempt", id: c.id, attempt, res }),

@@ -86,8 +86,9 @@ export class Runtime {
 
   constructor(opts: RuntimeOptions = {}) {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
-    this.env = defaultEnv(this.registry, opts.env);
-    this.store = opts.store ?? new MemoryRunStore(this.env.now);
+    const now = opts.env?.now ?? Date.now;
+    this.store = opts.store ?? new MemoryRunStore(now);
+    this.env = defaultEnv(this.registry, { intents: this.store, ...opts.env });
     this.graph = compileToolchainGraph(this.env, opts.checkpointer ?? new MemorySaver());
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;

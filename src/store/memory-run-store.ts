@@ -127,6 +127,13 @@ export class MemoryRunStore implements RunStore {
       if (d) d.applied = true;
     }
   }
+  private readonly intents = new Set<string>();
+  async claimIntent(runId: string, stepId: string, attempt: number): Promise<boolean> {
+    const k = `${runId}\u0000${stepId}\u0000${attempt}`;
+    if (this.intents.has(k)) return false;
+    this.intents.add(k);
+    return true;
+  }
   async prunable(before: Date, limit: number): Promise<string[]> {
     return [...this.runs.values()]
       .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned)

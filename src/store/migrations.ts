@@ -70,6 +70,15 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (run_id, step_id, round)
     );`,
+    // 1: "attempt n of this step may have started its effect" (written before a non-idempotent effect)
+    `CREATE TABLE ${t("tool_chain_step_intents")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      step_id text NOT NULL,
+      attempt int NOT NULL,
+      owner text,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (run_id, step_id, attempt)
+    );`,
   ];
 }
 

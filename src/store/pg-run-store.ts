@@ -279,6 +279,14 @@ export class PgRunStore implements RunStore {
     );
   }
 
+  async claimIntent(runId: string, stepId: string, attempt: number, owner?: string): Promise<boolean> {
+    const { rowCount } = await this.db.pool.query(
+      `INSERT INTO ${table(this.db, "tool_chain_step_intents")} (run_id, step_id, attempt, owner) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      [runId, stepId, attempt, owner ?? null],
+    );
+    return rowCount === 1;
+  }
+
   async prunable(before: Date, limit: number): Promise<string[]> {
     const { rows } = await this.db.pool.query(
       `SELECT run_id FROM ${this.runs} WHERE finished_at < $1 AND checkpoint_pruned_at IS NULL

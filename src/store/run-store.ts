@@ -43,7 +43,17 @@ export class LeaseLostError extends Error {
   }
 }
 
-export interface RunStore extends EventLog {
+/**
+ * Durable "this attempt may have started its effect" markers. Claimed right before a
+ * non-idempotent side effect; a claim that already exists means an earlier process started
+ * that attempt and died before its result was saved.
+ */
+export interface IntentLog {
+  /** true: newly claimed (go ahead); false: claimed before (the attempt is in doubt). */
+  claimIntent(runId: string, stepId: string, attempt: number, owner?: string): Promise<boolean>;
+}
+
+export interface RunStore extends EventLog, IntentLog {
   createRun(run: NewRun): Promise<void>;
   getRow(runId: string): Promise<RunRow | undefined>;
   /** Appends (numbering, dedupe by key) and updates the step/run projection in one transaction. Fenced by the lease when `owner` is given. */
