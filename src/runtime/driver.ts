@@ -38,6 +38,7 @@ export interface Drive {
   result: Promise<RunView>;
 }
 
+
 export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunState> | Command | null, done: () => void): Drive {
   const { graph, store, owner, leaseTtlMs } = deps;
   const events = new Channel<RunEvent>();
@@ -45,7 +46,7 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
   const stop = new AbortController();
   const ready = (async () => {
     if (!(await store.acquireLease(runId, owner, leaseTtlMs))) {
-      throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`);
+      throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, { details: { leaseBusy: true } });
     }
     const row = await store.getRow(runId);
     live.seed(row?.pendingConfirmations ?? []);
@@ -139,9 +140,14 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
   result.then(
     () => events.close(),
     (e) => {
+      if (isLeaseBusy(e)) return events.close(); // someone else executes it: nothing happened here
       deps.onError?.(runId, e);
       events.fail(e);
     },
   );
   return { runId, events, live, ready: ready.catch(() => undefined), result };
+}
+
+export function isLeaseBusy(e: unknown): boolean {
+  return (e as ToolchainError)?.code === ErrorCode.RUN_NOT_ACTIVE && ((e as ToolchainError).details as { leaseBusy?: boolean } | undefined)?.leaseBusy === true;
 }

@@ -21,7 +21,7 @@ import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { sameDecision, type RunStore } from "../store/run-store.js";
-import { startDrive, type Drive, type Graph } from "./driver.js";
+import { isLeaseBusy, startDrive, type Drive, type Graph } from "./driver.js";
 import { buildRunView, type RunView } from "./view.js";
 
 export interface RuntimeOptions {
@@ -79,6 +79,7 @@ export class Runtime {
   readonly store: RunStore;
   readonly owner: string;
   private readonly graph: Graph;
+  private readonly checkpointer: BaseCheckpointSaver;
   private readonly active = new Map<string, Drive>();
   private readonly allowSkill?: (name: string) => boolean;
   private readonly leaseTtlMs: number;
@@ -89,7 +90,8 @@ export class Runtime {
     const now = opts.env?.now ?? Date.now;
     this.store = opts.store ?? new MemoryRunStore(now);
     this.env = defaultEnv(this.registry, { intents: this.store, ...opts.env });
-    this.graph = compileToolchainGraph(this.env, opts.checkpointer ?? new MemorySaver());
+    this.checkpointer = opts.checkpointer ?? new MemorySaver();
+    this.graph = compileToolchainGraph(this.env, this.checkpointer);
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -243,13 +245,19 @@ export class Runtime {
     for (const runId of claimed) {
       if (this.active.has(runId)) continue;
       const snap = await this.graph.getState({ configurable: { thread_id: runId } });
-      let input: Partial<RunState> | null = null;
-      if (!(snap.values as Partial<RunState>)?.runId) {
-        const row = (await this.store.getRow(runId))!;
+      let input: Partial<RunState> | Command | null = null;
+      const row = await this.store.getRow(runId);
+      if (row?.status === "waiting_confirmation") {
+        // decisions were recorded but the process that took them died before resuming
+        const decisions: Record<string, Decision> = {};
+        for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;
+        input = new Command({ resume: { decisions } satisfies ResumeValue });
+      } else if (!(snap.values as Partial<RunState>)?.runId) {
         const now = new Date(this.env.now()).toISOString();
-        input = { runId, plan: row.plan, context: row.context, memory: row.memory, status: "queued", createdAt: now, updatedAt: now };
+        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
       }
       try {
+        // the lease was taken by claimRunnable; the drive renews and releases it
         this.drive(runId, input).result.catch(() => undefined);
         started.push(runId);
       } catch {
@@ -259,16 +267,37 @@ export class Runtime {
     return started;
   }
 
+  /**
+   * Retention: delete the LangGraph checkpoints of runs that finished more than `olderThanMs`
+   * ago. The run history (runs, step runs, events) stays: getRun then answers from it.
+   */
+  async pruneCheckpoints(opts: { olderThanMs: number; limit?: number }): Promise<string[]> {
+    const ids = await this.store.prunable(new Date(this.env.now() - opts.olderThanMs), opts.limit ?? 500);
+    const done: string[] = [];
+    for (const id of ids) {
+      if (this.active.has(id)) continue;
+      await this.checkpointer.deleteThread(id);
+      done.push(id);
+    }
+    await this.store.markPruned(done);
+    return done;
+  }
+
   /** Poll for runs to execute until stopped (worker processes; also the default single process). */
-  startWorker(opts: { pollMs?: number; maxActive?: number } = {}): () => Promise<void> {
+  startWorker(opts: { pollMs?: number; maxActive?: number; retainCheckpointsMs?: number } = {}): () => Promise<void> {
     const pollMs = opts.pollMs ?? 1_000;
     const maxActive = opts.maxActive ?? 50;
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
+    let lastPrune = 0;
     const tick = async () => {
       if (stopped) return;
       const room = maxActive - this.active.size;
       if (room > 0) await this.recover(room).catch(() => undefined);
+      if (opts.retainCheckpointsMs !== undefined && this.env.now() - lastPrune > 60_000) {
+        lastPrune = this.env.now();
+        await this.pruneCheckpoints({ olderThanMs: opts.retainCheckpointsMs }).catch(() => undefined);
+      }
       if (!stopped) timer = setTimeout(tick, pollMs);
     };
     void tick();
@@ -292,6 +321,12 @@ export class Runtime {
     return { runId: d.runId, events: d.events, result: d.result };
   }
 
+  private async hasDecisionToApply(runId: string, pending: readonly { stepId: string }[]): Promise<boolean> {
+    if (!pending.length) return false;
+    const ids = new Set(pending.map((p) => p.stepId));
+    return (await this.store.unappliedDecisions(runId)).some((d) => ids.has(d.stepId));
+  }
+
   /** A handle on a run executed elsewhere (or already settled): waits via the store. */
   private follow(runId: string): RunHandle {
     const local = this.active.get(runId);
@@ -302,7 +337,7 @@ export class Runtime {
       for (;;) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        if (SETTLED.has(row.status) && !row.leaseOwner) return this.getRun(runId);
+        if (SETTLED.has(row.status) && !row.leaseOwner && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
@@ -332,6 +367,12 @@ export class Runtime {
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);
+    // another process holds the lease (it executes the run): follow it instead
+    drive.result = drive.result.catch((e) => {
+      if (isLeaseBusy(e)) return this.follow(runId).result;
+      throw e;
+    });
+    drive.result.catch(() => undefined);
     drive.result.then(
       async (view) => {
         // decisions recorded while the drive was finishing: resume at once

@@ -241,8 +241,10 @@ export class PgRunStore implements RunStore {
     const { rows } = await this.db.pool.query(
       `UPDATE ${this.runs} SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval
        WHERE run_id IN (
-         SELECT run_id FROM ${this.runs}
-         WHERE status IN ('queued', 'planning', 'running') AND (lease_owner IS NULL OR lease_expires_at < now())
+         SELECT run_id FROM ${this.runs} r
+         WHERE (lease_owner IS NULL OR lease_expires_at < now())
+           AND (status IN ('queued', 'planning', 'running')
+             OR (status = 'waiting_confirmation' AND EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)))
          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING run_id`,
       [owner, String(ttlMs), limit],

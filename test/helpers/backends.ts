@@ -4,13 +4,20 @@
  */
 import { randomUUID } from "node:crypto";
 import { MemorySaver } from "@langchain/langgraph";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openRuntime } from "../../src/runtime/open.js";
+import { MemoryRunStore } from "../../src/store/memory-run-store.js";
+import { PgRunStore } from "../../src/store/pg-run-store.js";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.js";
+
+type Opts = Omit<RuntimeOptions, "checkpointer" | "store">;
 
 export interface Backend {
   name: string;
   /** Fresh runtime with isolated storage; call the returned close when done. */
-  open(opts?: Omit<RuntimeOptions, "checkpointer" | "store">): Promise<{ runtime: Runtime; close(): Promise<void>; schema?: string }>;
+  open(opts?: Opts): Promise<{ runtime: Runtime; close(): Promise<void>; schema?: string }>;
+  /** Two runtimes (distinct owners, like two processes) on the same storage. */
+  openPair(opts?: Opts): Promise<{ a: Runtime; b: Runtime; close(): Promise<void> }>;
 }
 
 export const serverUrl = process.env.DATABASE_URL || undefined;
@@ -24,6 +31,13 @@ export const memoryBackend: Backend = {
   async open(opts = {}) {
     return { runtime: new Runtime({ ...opts, checkpointer: new MemorySaver() }), close: async () => undefined };
   },
+  async openPair(opts = {}) {
+    const checkpointer = new MemorySaver();
+    const store = new MemoryRunStore();
+    const a = new Runtime({ ...opts, checkpointer, store, owner: "process-a" });
+    const b = new Runtime({ ...opts, checkpointer, store, owner: "process-b" });
+    return { a, b, close: async () => void (await Promise.all([a.drain(), b.drain()])) };
+  },
 };
 
 export const postgresBackend: Backend = {
@@ -36,6 +50,20 @@ export const postgresBackend: Backend = {
       schema,
       async close() {
         await o.runtime.drain();
+        if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
+        await o.close();
+      },
+    };
+  },
+  async openPair(opts = {}) {
+    const schema = freshSchema();
+    const o = await openRuntime({ ...opts, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 6 });
+    const b = new Runtime({ ...opts, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b" });
+    return {
+      a: o.runtime,
+      b,
+      async close() {
+        await Promise.all([o.runtime.drain(), b.drain()]);
         if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
         await o.close();
       },
