@@ -5,26 +5,10 @@
  * next step's start (scheduling hop), the median timer overshoot, and the fixed run overhead.
  *   npx tsx bench/hop-latency.ts [steps=30] [ms=20]
  */
-import { z } from "zod";
 import { Annotation, END, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
-import { createRuntime, defineSkill } from "../src/index.js";
+import { createRuntime } from "../src/index.js";
+import { marks, probeSkill as probe } from "./probe.js";
 import { emitLine, median, now, round, sleep } from "./timing.js";
-
-const marks: { start: number; end: number }[] = [];
-const probe = defineSkill({
-  name: "bench.probe",
-  description: "waits ms and records its start and end",
-  input: z.object({ ms: z.number().int().min(0), i: z.number().int() }).strict(),
-  sideEffects: "none",
-  idempotent: true,
-  estimateDurationMs: (a) => a.ms,
-  async execute(args) {
-    const start = now();
-    await sleep(args.ms);
-    marks[args.i] = { start, end: now() };
-    return null;
-  },
-});
 
 function summarize(variant: string, total: number, n: number, ms: number) {
   const gaps = marks.slice(1).map((m, i) => m.start - marks[i]!.end);

@@ -39,7 +39,10 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
   if (!SCHEMA_RE.test(schema)) throw new TypeError(`Expected schema to match ${SCHEMA_RE}, got "${schema}"`);
   if (opts.url) {
     const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10 });
-    pool.on("error", () => undefined); // idle-client errors (server restart) surface on next use
+    // A server restart errors every connection; a checked-out client with no listener would crash
+    // the process. The failure surfaces on the next query instead, and the pool drops the client.
+    pool.on("error", () => undefined);
+    pool.on("connect", (client) => client.on("error", () => undefined));
     return { pool, schema, kind: "server", url: opts.url, close: () => pool.end() };
   }
   return openEmbedded(schema, opts.dataDir);
