@@ -1,42 +1,104 @@
 #!/usr/bin/env node
 /**
- * `toolchain` CLI. Commands: `demo` (run the demo plan), `run <plan.json> [--context <json>]`,
- * `validate <plan.json>`, `skills` (print the skill manifest).
+ * `toolchain` CLI.
+ *   demo                               run the demo plan (default)
+ *   run <plan.json> [--context <json>] run a plan here, printing live events
+ *   validate <plan.json>               validate only
+ *   confirm <runId> <stepId> approve|reject|mark_done [--arguments <json>] [--output <json>]
+ *   cancel <runId>
+ *   show <runId>                       the run view
+ *   worker                             execute queued runs and take over runs of dead processes
+ *   prune --older-than-hours <n>       delete checkpoints of runs finished before that
+ *   skills                             the skill manifest
+ * Storage: DATABASE_URL (server Postgres) or embedded Postgres in TOOLCHAIN_DATA_DIR (./.data/pglite).
  */
 import { readFile } from "node:fs/promises";
-import { createRuntime } from "../runtime/runtime.js";
+import type { RunEvent } from "../kernel/events.js";
+import { openRuntime } from "../runtime/open.js";
+import type { RunView } from "../runtime/view.js";
 import { demoPlan } from "./demo-plan.js";
 
-function fmt(e: { seq: number; type: string; stepId?: string; data: Record<string, unknown> }): string {
-  const extra = e.type === "step_retrying" ? ` attempt ${e.data.attempt} failed, retry in ${e.data.delayMs} ms` : e.type === "step_failed" ? ` ${(e.data.error as { code: string }).code}` : "";
-  return `#${String(e.seq).padStart(3)} ${e.type.padEnd(26)} ${e.stepId ?? ""}${extra}`;
+function fmt(e: RunEvent): string {
+  const d = e.data;
+  const extra =
+    e.type === "step_retrying" ? ` attempt ${d.attempt} failed (${(d.error as { code: string }).code}), retry in ${d.delayMs} ms`
+    : e.type === "step_failed" ? ` ${(d.error as { code: string; message: string }).code}: ${(d.error as { message: string }).message}`
+    : e.type === "step_waiting_confirmation" ? ` preview ${JSON.stringify(d.preview)}`
+    : "";
+  return `#${String(e.seq).padStart(3)} ${e.at.slice(11, 23)} ${e.type.padEnd(26)} ${e.stepId ?? ""}${extra}`;
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+async function printRun(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }): Promise<RunView> {
+  for await (const e of h.events) console.log(fmt(e));
+  const view = await h.result;
+  console.log(JSON.stringify({ runId: view.runId, status: view.status, result: view.result, error: view.error, pendingConfirmations: view.pendingConfirmations }, null, 2));
+  return view;
 }
 
 async function main(argv: string[]): Promise<number> {
-  const [cmd = "demo", file, ...rest] = argv;
-  const rt = createRuntime();
-  const ctxIdx = rest.indexOf("--context");
-  const context = ctxIdx >= 0 ? JSON.parse(rest[ctxIdx + 1] ?? "{}") : { table: "tbl_demo" };
-  if (cmd === "skills") {
-    console.log(JSON.stringify(rt.registry.manifest(), null, 2));
-    return 0;
+  const [cmd = "demo", ...args] = argv;
+  const { runtime, close } = await openRuntime();
+  try {
+    switch (cmd) {
+      case "skills":
+        console.log(JSON.stringify(runtime.registry.manifest(), null, 2));
+        return 0;
+      case "validate": {
+        const c = runtime.validate(JSON.parse(await readFile(args[0] ?? "", "utf8")));
+        console.log(`valid: ${c.steps.length} steps; topological order: ${c.topo.join(", ")}`);
+        return 0;
+      }
+      case "demo":
+      case "run": {
+        const plan = cmd === "demo" ? demoPlan : JSON.parse(await readFile(args[0] ?? "", "utf8"));
+        const context = JSON.parse(flag(args, "--context") ?? (cmd === "demo" ? '{"table":"tbl_demo"}' : "{}"));
+        const view = await printRun(runtime.run(plan, { context }));
+        console.log(view.graph.mermaid);
+        return view.status === "completed" || view.status === "waiting_confirmation" ? 0 : 1;
+      }
+      case "confirm": {
+        const [runId, stepId, decision] = args;
+        const a = flag(args, "--arguments");
+        const o = flag(args, "--output");
+        const view = await printRun(
+          await runtime.confirm(runId ?? "", { stepId: stepId ?? "", decision: decision as "approve", ...(a ? { arguments: JSON.parse(a) } : {}), ...(o ? { output: JSON.parse(o) } : {}) }),
+        );
+        return view.status === "failed" ? 1 : 0;
+      }
+      case "cancel":
+        await printRun(await runtime.cancel(args[0] ?? ""));
+        return 0;
+      case "show":
+        console.log(JSON.stringify(await runtime.getRun(args[0] ?? ""), null, 2));
+        return 0;
+      case "prune": {
+        const hours = Number(flag(args, "--older-than-hours") ?? process.env.TOOLCHAIN_CHECKPOINT_RETENTION_HOURS ?? 168);
+        console.log(JSON.stringify({ pruned: await runtime.pruneCheckpoints({ olderThanMs: hours * 3_600_000 }) }));
+        return 0;
+      }
+      case "worker": {
+        const retention = process.env.TOOLCHAIN_CHECKPOINT_RETENTION_HOURS;
+        const stop = runtime.startWorker({ pollMs: Number(process.env.TOOLCHAIN_WORKER_POLL_MS ?? 1_000), ...(retention ? { retainCheckpointsMs: Number(retention) * 3_600_000 } : {}) });
+        console.error(`worker ${runtime.owner} polling for runs`);
+        await new Promise<void>((resolve) => {
+          const shutdown = () => void stop().then(resolve);
+          process.once("SIGINT", shutdown);
+          process.once("SIGTERM", shutdown);
+        });
+        return 0;
+      }
+      default:
+        console.error(`unknown command "${cmd}". Commands: demo, run, validate, confirm, cancel, show, worker, prune, skills`);
+        return 2;
+    }
+  } finally {
+    await close();
   }
-  const plan = cmd === "demo" ? demoPlan : JSON.parse(await readFile(file ?? "", "utf8"));
-  if (cmd === "validate") {
-    const c = rt.validate(plan, { context });
-    console.log(`valid: ${c.steps.length} steps; topological order: ${c.topo.join(", ")}`);
-    return 0;
-  }
-  if (cmd !== "demo" && cmd !== "run") {
-    console.error(`unknown command "${cmd}". Commands: demo, run <plan.json>, validate <plan.json>, skills`);
-    return 2;
-  }
-  const h = rt.run(plan, { context });
-  for await (const e of h.events) console.log(fmt(e));
-  const view = await h.result;
-  console.log(JSON.stringify({ runId: view.runId, status: view.status, result: view.result, error: view.error }, null, 2));
-  console.log(view.graph.mermaid);
-  return view.status === "completed" ? 0 : 1;
 }
 
 main(process.argv.slice(2)).then(

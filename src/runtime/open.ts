@@ -27,11 +27,13 @@ export interface OpenedRuntime {
 export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<OpenedRuntime> {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL;
   const dataDir = opts.dataDir ?? process.env.TOOLCHAIN_DATA_DIR ?? ".data/pglite";
-  const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema: opts.schema, poolSize: opts.poolSize });
+  const schema = opts.schema ?? process.env.TOOLCHAIN_SCHEMA;
+  const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema, poolSize: opts.poolSize });
   try {
     const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
-    const runtime = new Runtime({ ...opts, checkpointer: saver, store: new PgRunStore(db) });
+    const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
+    const runtime = new Runtime({ ...opts, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
     return {
       runtime,
       db,
