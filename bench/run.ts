@@ -34,6 +34,8 @@ if (suites.has("scheduling")) {
     sizes: quick ? [50, 100] : [50, 200, 1_000],
     concurrencies: [4, 16, undefined],
     seed: 42,
+    // small DAGs are cheap and noisy: median of 3; the 1,000-step DAG once (c=4 alone takes ~35 s)
+    repsFor: (n) => (quick ? 1 : n <= 200 ? 3 : 1),
   });
 }
 if (suites.has("overhead")) {

@@ -12,12 +12,14 @@
 import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
 import { lowerBoundMs, randomDag, toPlan, type Dag } from "./dag.js";
-import { emitLine, log, maybeGc, now, round, sleep } from "./timing.js";
+import { emitLine, log, maybeGc, median, now, round, sleep } from "./timing.js";
 
 export interface SchedulingOptions {
   sizes: number[];
   concurrencies: (number | undefined)[];
   seed: number;
+  /** repetitions (runtime and Send baseline interleaved) per (size, concurrency); medians are printed */
+  repsFor: (steps: number) => number;
 }
 
 export async function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
@@ -86,6 +88,7 @@ export async function runSequential(dag: Dag): Promise<number> {
 }
 
 const cell = (ms: number, lb: number) => ({ makespanMs: round(ms, 1), ratio: round(ms / lb, 3) });
+const cellOf = (samples: number[], lb: number) => ({ ...cell(median(samples), lb), ...(samples.length > 1 ? { samplesMs: samples.map((x) => round(x, 1)) } : {}) });
 
 export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
   // warm-up: load and JIT both graph paths on a small DAG
@@ -101,18 +104,26 @@ export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
     log(`  sequential ${round(seqMs, 0)} ms`);
     for (const c of opts.concurrencies) {
       const lb = lowerBoundMs(dag, c);
-      maybeGc();
-      const rtMs = await runRuntime(dag, c);
-      log(`  c=${c ?? "unlimited"} runtime ${round(rtMs, 0)} ms (lb ${round(lb, 0)})`);
-      maybeGc();
-      const send = await runSendBaseline(dag, c);
-      log(`  c=${c ?? "unlimited"} send baseline ${round(send.ms, 0)} ms, ${send.supersteps} supersteps`);
+      const reps = opts.repsFor(n);
+      const rt: number[] = [];
+      const send: number[] = [];
+      let supersteps = 0;
+      for (let r = 0; r < reps; r++) {
+        maybeGc();
+        rt.push(await runRuntime(dag, c));
+        maybeGc();
+        const s = await runSendBaseline(dag, c);
+        send.push(s.ms);
+        supersteps = s.supersteps;
+        log(`  c=${c ?? "unlimited"} rep ${r + 1}/${reps}: runtime ${round(rt.at(-1)!, 0)} ms, send baseline ${round(s.ms, 0)} ms (${s.supersteps} supersteps), lb ${round(lb, 0)} ms`);
+      }
       emitLine({
         suite: "scheduling",
         steps: n,
         maxConcurrency: c ?? "unlimited",
-        runtime: cell(rtMs, lb),
-        sendBaseline: { ...cell(send.ms, lb), supersteps: send.supersteps },
+        reps,
+        runtime: cellOf(rt, lb),
+        sendBaseline: { ...cellOf(send, lb), supersteps },
         sequential: { ...cell(seqMs, lb), measuredOncePerDag: true },
         lowerBoundMs: round(lb, 1),
         criticalPathMs: dag.criticalPathMs,

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import type { RunEvent, RunView } from "../src/index.js";
+import { backfill } from "../src/runtime/driver.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
 
@@ -49,6 +50,26 @@ describe.each(backends)("durable runs on $name", (backend) => {
     expect(logged.map((e) => e.seq)).toEqual(logged.map((_, i) => i + 1));
     expect(logged.map((e) => e.type)).toEqual(events.map((e) => e.type));
     expect(logged.filter((e) => e.type === "step_retrying")).toHaveLength(1);
+    // the events a drive backfills after a crash carry the same keys as the real ones: nothing is added twice
+    expect(await o.runtime.store.append(view.runId, backfill(view))).toEqual([]);
+  });
+
+  test("events lost by a crash before their flush are backfilled from the checkpointed state", async () => {
+    const o = await backend.open();
+    closers.push(o.close);
+    const { view } = await settle(o.runtime.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.fail", retry: { maxAttempts: 1 } }] }));
+    const other = await o.runtime.store.getView(view.runId);
+    const fresh = `${view.runId}-copy`;
+    await o.runtime.store.createRun({ runId: fresh, workspaceId: "default", traceId: "t", plan: other!.plan, context: {}, memory: {} });
+    const added = await o.runtime.store.append(fresh, backfill({ ...view, runId: fresh }));
+    expect(added.map((e) => [e.type, e.stepId ?? null])).toEqual([
+      ["planning_started", null],
+      ["planning_completed", null],
+      ["step_completed", "a"],
+      ["step_failed", "b"],
+      ["run_failed", null],
+    ]);
+    expect((await o.runtime.store.getRow(fresh))!.status).toBe("failed");
   });
 
   test("racing duplicate confirmations resume the run once", async () => {

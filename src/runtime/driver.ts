@@ -8,7 +8,8 @@ import { Command } from "@langchain/langgraph";
 import type { RunState } from "../../graphs/state.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
-import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type RunEvent } from "../kernel/events.js";
+import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEvent } from "../kernel/events.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { RunStore } from "../store/run-store.js";
 import type { RunControls } from "./controls.js";
@@ -122,6 +123,12 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
       }
       await drain();
       const view = await deps.view(runId);
+      // a process that died between a node's checkpoint and the event flush lost those events;
+      // the state knows what happened: add what is missing (keys make this a no-op otherwise)
+      for (const ev of await store.append(runId, backfill(view), owner)) {
+        live.apply(ev);
+        events.push(ev);
+      }
       await store.sync(view, owner);
       const waiting = new Set(view.pendingConfirmations.map((p) => `${p.stepId}:${p.round ?? 0}`));
       const unapplied = await store.unappliedDecisions(runId);
@@ -150,4 +157,28 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
 
 export function isLeaseBusy(e: unknown): boolean {
   return (e as ToolchainError)?.code === ErrorCode.RUN_NOT_ACTIVE && ((e as ToolchainError).details as { leaseBusy?: boolean } | undefined)?.leaseBusy === true;
+}
+
+const TERMINAL_EVENT: Partial<Record<string, EventType>> = {
+  completed: "step_completed",
+  rolled_back: "step_completed",
+  rollback_failed: "step_completed",
+  failed: "step_failed",
+  skipped: "step_skipped",
+  cancelled: "step_cancelled",
+};
+
+/** The lifecycle events a settled view implies, with the keys the nodes use for them. */
+export function backfill(view: RunView): EmittedEvent[] {
+  const at = view.updatedAt;
+  const out: EmittedEvent[] = [{ type: "planning_started", at: view.createdAt, data: { backfilled: true }, key: "planning_started::" }];
+  if (view.steps.some((s) => s.status !== "pending")) out.push({ type: "planning_completed", at: view.createdAt, data: { backfilled: true }, key: "planning_completed::" });
+  for (const s of view.steps) {
+    const type = TERMINAL_EVENT[s.status];
+    if (!type) continue;
+    out.push({ type, stepId: s.stepId, at: s.finishedAt ?? at, data: { backfilled: true, ...(s.error ? { error: s.error } : {}) }, key: `${type}:${s.stepId}:` });
+  }
+  if (view.status === "completed") out.push({ type: "run_completed", at, data: { status: view.status, backfilled: true }, key: "run_completed::" });
+  else if (TERMINAL_RUN.has(view.status)) out.push({ type: "run_failed", at, data: { status: view.status, error: view.error, backfilled: true }, key: "run_failed::" });
+  return out;
 }
