@@ -14,7 +14,7 @@ import type { Decision, RunState, RunUpdate } from "./state.js";
 
 export const DecisionSchema = z
   .object({
-    decision: z.enum(["approve", "reject", "mark_done"]),
+    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
     arguments: z.record(z.string(), z.unknown()).optional(),
     output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
@@ -37,6 +37,8 @@ export interface PendingConfirmation {
   round?: number;
   /** The step was running when its process died and the runtime cannot tell if its effect happened. */
   inDoubt?: boolean;
+  /** What is being decided. @default "confirmation" */
+  kind?: "confirmation" | "in_doubt" | "compensation";
 }
 
 export interface ConfirmationInterrupt {
@@ -45,15 +47,28 @@ export interface ConfirmationInterrupt {
   pending: PendingConfirmation[];
 }
 
-export function pendingConfirmations(state: Pick<RunState, "steps" | "plan">): PendingConfirmation[] {
+export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & Partial<Pick<RunState, "rollbackBlocked">>): PendingConfirmation[] {
   const out: PendingConfirmation[] = [];
   for (const s of state.plan.steps) {
     const r = state.steps[s.stepId];
     if (r?.status === "waiting_confirmation") {
-      out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null, round: r.waitRound ?? 0, ...(r.inDoubt ? { inDoubt: true } : {}) });
+      out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null, round: r.waitRound ?? 0, ...(r.inDoubt ? { inDoubt: true, kind: "in_doubt" as const } : { kind: "confirmation" as const }) });
     }
   }
+  const b = state.rollbackBlocked;
+  if (b) out.push(compensationPending(state.plan.steps.find((s) => s.stepId === b.stepId)!.skillName, b));
   return out;
+}
+
+export function compensationPending(skillName: string, b: { stepId: string; round: number; error: unknown }): PendingConfirmation {
+  return {
+    stepId: b.stepId,
+    skillName,
+    arguments: null,
+    preview: { compensationFailed: true, error: b.error, options: { approve: "retry the compensation", skip: "leave this step undone and continue", reject: "stop the rollback" } },
+    round: b.round,
+    kind: "compensation",
+  };
 }
 
 export function makeApprovalNode(env: RuntimeEnv) {

@@ -1,12 +1,14 @@
 /**
- * Saga compensation: completed steps are undone in reverse completion order, each compensation a
- * durable pinned task (a crash mid-rollback never compensates a step twice).
- * - best_effort: every compensation is attempted (with the step's retry policy); failures are
+ * Saga compensation: completed steps are undone in reverse completion order, so a step is undone
+ * only after every step that depended on it and completed later. Each compensation attempt is a
+ * durable pinned task: a crash mid-rollback replays finished compensations from the checkpoint
+ * instead of running them again.
+ * - best_effort: every compensation is attempted (retried per the step's policy); failures are
  *   recorded and the walk goes on.
- * - strict: the first compensation that fails for good stops the walk; later steps stay untouched
- *   with rollback "pending".
- * A side-effecting step without any compensation is reported `not_compensable`, never counted
- * as rolled back.
+ * - strict: one at a time; the first compensation that fails for good stops the walk, the rest
+ *   stay untouched (`pending`), the run is `rollback_failed` and an operator decides (retry /
+ *   skip / stop) through the confirmation mechanism (the rollback_approval node).
+ * A side-effecting step without compensation is `not_compensable`, never counted as rolled back.
  */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { abortableSleep } from "../skills/core/index.js";
@@ -22,18 +24,29 @@ import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate, StepRecord } from "./state.js";
 
-type Plan =
+type How =
   | { kind: "not_needed" }
-  | { kind: "not_compensable" }
-  | { kind: "skill_compensate"; skill: Skill }
+  | { kind: "not_compensable"; why: string }
+  | { kind: "compensate"; skill: Skill }
+  | { kind: "delete_created"; skill: Skill }
   | { kind: "rollback_skill"; skill: Skill; arguments: Record<string, unknown> };
 
-function compensationFor(c: CompiledStep, env: RuntimeEnv): Plan {
+export function compensationFor(c: CompiledStep, env: Pick<RuntimeEnv, "registry">): How {
   const rb = c.step.rollback;
-  if (rb?.kind === "none") return hasSideEffects(c.skill) ? { kind: "not_compensable" } : { kind: "not_needed" };
+  const effects = hasSideEffects(c.skill);
+  if (rb?.kind === "none") return effects ? { kind: "not_compensable", why: "its rollback is declared none" } : { kind: "not_needed" };
   if (rb?.kind === "skill") return { kind: "rollback_skill", skill: env.registry.get(rb.skillName)!, arguments: rb.arguments ?? {} };
-  if (c.skill.compensate) return { kind: "skill_compensate", skill: c.skill };
-  return hasSideEffects(c.skill) || rb?.kind === "delete_created_records" ? { kind: "not_compensable" } : { kind: "not_needed" };
+  if (rb?.kind === "delete_created_records") {
+    return c.skill.createdRecords ? { kind: "delete_created", skill: c.skill } : { kind: "not_compensable", why: "its skill does not report created records" };
+  }
+  if (c.skill.compensate) return { kind: "compensate", skill: c.skill };
+  if (c.skill.createdRecords) return { kind: "delete_created", skill: c.skill };
+  return effects ? { kind: "not_compensable", why: "it has side effects and no compensation" } : { kind: "not_needed" };
+}
+
+/** A step still to be undone (or to be retried after an operator said so). */
+function needsWork(r: StepRecord): boolean {
+  return r.status === "completed" && (r.rollback === undefined || r.rollback === "pending");
 }
 
 export function makeCompensationNode(env: RuntimeEnv) {
@@ -43,68 +56,88 @@ export function makeCompensationNode(env: RuntimeEnv) {
     const emit = emitter(config, env);
     const runId = state.runId;
     const touched: Record<string, StepRecord> = {};
-    const set = (id: string, patch: Partial<StepRecord>) => (touched[id] = { ...(touched[id] ?? state.steps[id]!), ...patch });
-
-    const order = [...state.completionOrder].reverse().filter((id) => state.steps[id]?.status === "completed");
-    emit(EventType.rollback_started, undefined, { mode, steps: order });
+    const rec = (id: string) => touched[id] ?? state.steps[id]!;
+    const set = (id: string, patch: Partial<StepRecord>) => (touched[id] = { ...rec(id), ...patch });
     const outputs: Record<string, unknown> = {};
-    for (const [id, r] of Object.entries(state.steps)) if (r.status === "completed") outputs[id] = r.output;
+    for (const [id, r] of Object.entries(state.steps)) if (r.status === "completed" || r.status === "rolled_back" || r.status === "rollback_failed") outputs[id] = r.output;
 
+    const order = [...state.completionOrder].reverse().filter((id) => state.steps[id]?.status === "completed" || state.steps[id]?.status === "rollback_failed");
+    emit(EventType.rollback_started, undefined, { mode, steps: order.filter((id) => state.steps[id]!.status === "completed") });
+
+    // an operator's answer to a blocked strict rollback
+    const block = state.rollbackBlocked;
+    const decision = block && state.rollbackDecision?.stepId === block.stepId ? state.rollbackDecision.action : undefined;
     let stopped = false;
-    let failures = 0;
+    if (block && decision) {
+      emit(EventType.step_confirmed, block.stepId, { decision: decision === "retry" ? "approve" : decision === "skip" ? "skip" : "reject", kind: "compensation" }, `${block.round}`);
+      if (decision === "retry") set(block.stepId, { status: "completed", rollback: "pending" });
+      else if (decision === "skip") set(block.stepId, { rollbackError: { ...block.error, message: `${block.error.message} (skipped by operator)` } });
+      else stopped = true;
+    }
+
     for (const id of order) {
-      const c = compiled.byId.get(id)!;
-      const r = state.steps[id]!;
+      const r = rec(id);
+      if (!needsWork(r)) continue;
       if (stopped) {
         set(id, { rollback: "pending" });
         continue;
       }
+      const c = compiled.byId.get(id)!;
       const how = compensationFor(c, env);
       if (how.kind === "not_needed") {
         set(id, { rollback: "not_needed" });
         continue;
       }
       if (how.kind === "not_compensable") {
-        const error: StepError = { code: ErrorCode.NOT_COMPENSABLE, message: `step "${id}" (${c.skill.name}) has side effects and no compensation` };
+        const error: StepError = { code: ErrorCode.NOT_COMPENSABLE, message: `step "${id}" (${c.skill.name}) cannot be undone: ${how.why}` };
         set(id, { rollback: "not_compensable", rollbackError: error });
         emit(EventType.step_rollback_failed, id, { error });
-        failures++;
-        if (mode === "strict") stopped = true;
+        if (mode === "strict") stopped = true; // only reachable with acceptNoCompensation: nothing an operator could retry
         continue;
       }
-      const result = await compensateWithRetry(c, r, how, outputs);
+      const result = await compensateWithRetry(c, r, how);
+      set(id, { rollbackAttempts: (r.rollbackAttempts ?? 0) + result.attempts });
       if (result.ok) {
-        set(id, { status: "rolled_back", rollback: "rolled_back" });
-        emit(EventType.step_rolled_back, id, { attempts: result.attempts });
-      } else {
-        set(id, { status: "rollback_failed", rollback: "rollback_failed", rollbackError: result.error });
-        emit(EventType.step_rollback_failed, id, { error: result.error, attempts: result.attempts });
-        failures++;
-        if (mode === "strict") stopped = true;
+        set(id, { status: "rolled_back", rollback: "rolled_back", rollbackError: undefined });
+        emit(EventType.step_rolled_back, id, { attempts: rec(id).rollbackAttempts }, `${rec(id).rollbackAttempts}`);
+        continue;
+      }
+      set(id, { status: "rollback_failed", rollback: "rollback_failed", rollbackError: result.error });
+      emit(EventType.step_rollback_failed, id, { error: result.error, attempts: rec(id).rollbackAttempts }, `${rec(id).rollbackAttempts}`);
+      if (mode === "strict") {
+        // stop here; later steps stay untouched until an operator decides
+        for (const later of order.slice(order.indexOf(id) + 1)) if (needsWork(rec(later))) set(later, { rollback: "pending" });
+        const blocked = { stepId: id, round: 100 + rec(id).rollbackAttempts!, error: result.error };
+        emit(EventType.rollback_waiting_decision, id, { round: blocked.round, error: result.error, skillName: c.skill.name }, `${blocked.round}`);
+        return { steps: touched, rollbackBlocked: blocked, rollbackDecision: null, status: "rollback_failed", updatedAt: new Date(env.now()).toISOString() };
       }
     }
+    const failures = Object.values({ ...state.steps, ...touched }).filter((x) => x.rollback === "rollback_failed" || x.rollback === "not_compensable" || x.rollback === "pending").length;
     emit(EventType.rollback_completed, undefined, { mode, ok: failures === 0, failures, stopped });
-    return { steps: touched, updatedAt: new Date(env.now()).toISOString() };
+    return { steps: touched, rollbackBlocked: null, rollbackDecision: null, updatedAt: new Date(env.now()).toISOString() };
 
-    async function compensateWithRetry(c: CompiledStep, r: StepRecord, how: Extract<Plan, { kind: "skill_compensate" | "rollback_skill" }>, outs: Record<string, unknown>) {
+    async function compensateWithRetry(c: CompiledStep, r: StepRecord, how: Extract<How, { kind: "compensate" | "delete_created" | "rollback_skill" }>) {
       for (let attempt = 1; ; attempt++) {
+        // each step is compensated at most once per execution of this node: attempt numbers pin the tasks
         const res = await callDurable(config, `compensate.${c.id}`, c.index, Slot.compensation(attempt), async () => {
           const signal = new AbortController().signal;
           const logger = env.logger(runId, c.id);
-          const idempotencyKey = `${runId}:${c.id}:compensate`;
+          const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, signal, logger, input: r.input, output: r.output };
           try {
-            if (how.kind === "skill_compensate") {
-              await how.skill.compensate!({ runId, stepId: c.id, idempotencyKey, signal, logger, input: r.input, output: r.output });
-              return { ok: true as const };
+            if (how.kind === "compensate") await how.skill.compensate!(cc);
+            else if (how.kind === "delete_created") await how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc);
+            else {
+              const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: r.input, output: r.output } }, "rollback.arguments");
+              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, logger, signal, timeoutMs: c.step.timeoutMs });
+              if (!a.ok) return { ok: false as const, error: a.error };
             }
-            const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outs }, "rollback.arguments");
-            const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey, context: state.context, logger, signal, timeoutMs: c.step.timeoutMs });
-            return a.ok ? { ok: true as const } : { ok: false as const, error: a.error };
+            return { ok: true as const };
           } catch (e) {
             return { ok: false as const, error: toStepError(e) };
           }
         });
         if (res.ok) return { ok: true as const, attempts: attempt };
+        // compensations are retried per the step's policy (they must be idempotent: same key every time)
         const d = decideRetry(c.retry, { sideEffects: "none", idempotent: true }, res.error, attempt, env.random);
         if (!d.retry) return { ok: false as const, error: res.error, attempts: attempt };
         await abortableSleep(d.delayMs);

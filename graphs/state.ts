@@ -27,11 +27,25 @@ export interface StepRecord {
   inDoubt?: boolean;
   rollback?: RollbackStatus;
   rollbackError?: StepError;
+  /** Compensation attempts so far (all rounds). */
+  rollbackAttempts?: number;
 }
 
+/** Strict rollback stopped at a failed compensation; an operator decides what happens next. */
+export interface RollbackBlock {
+  stepId: string;
+  round: number;
+  error: StepError;
+}
+export type RollbackAction = "retry" | "skip" | "stop";
+
 export interface Decision {
-  /** For a step in doubt after a crash: approve = retry it, reject = fail it, mark_done = it happened. */
-  decision: "approve" | "reject" | "mark_done";
+  /**
+   * A confirmation: approve / reject. A step in doubt after a crash: approve = retry it,
+   * reject = fail it, mark_done = it happened. A failed compensation in strict rollback:
+   * approve = retry it, skip = leave it undone and go on, reject = stop the rollback.
+   */
+  decision: "approve" | "reject" | "mark_done" | "skip";
   arguments?: Record<string, unknown>;
   /** mark_done: the step's output. */
   output?: unknown;
@@ -55,6 +69,8 @@ export const RunStateAnnotation = Annotation.Root({
   error: Annotation<StepError | null>({ reducer: (_a, b) => b, default: () => null }),
   /** Why the scheduler stopped launching: compensation runs when set. */
   halt: Annotation<"fail_fast" | "deadline" | "cancelled" | null>({ reducer: (_a, b) => b, default: () => null }),
+  rollbackBlocked: Annotation<RollbackBlock | null>({ reducer: (_a, b) => b, default: () => null }),
+  rollbackDecision: Annotation<{ stepId: string; action: RollbackAction } | null>({ reducer: (_a, b) => b, default: () => null }),
   /** Execution time used so far (time waiting for a human does not count against the deadline). */
   elapsedMs: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
   createdAt: Annotation<string>,

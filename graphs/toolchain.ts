@@ -1,5 +1,6 @@
 /**
- * The toolchain graph: planner -> scheduler <-> approval, scheduler -> compensation -> observer.
+ * The toolchain graph: planner -> scheduler <-> approval, scheduler -> compensation (<->
+ * rollback_approval in strict mode) -> observer.
  * Steps are not nodes: they are durable tasks launched by the scheduler node (one per attempt),
  * so successors start the moment their dependencies finish (no superstep barrier).
  */
@@ -11,6 +12,7 @@ import { makeCompensationNode } from "./compensation-node.js";
 import { defaultEnv, type RuntimeEnv } from "./env.js";
 import { makeObserverNode } from "./observer-node.js";
 import { makePlannerNode } from "./planner-node.js";
+import { makeRollbackApprovalNode } from "./rollback-approval-node.js";
 import { makeSchedulerNode } from "./scheduler-node.js";
 import { RunStateAnnotation, type RunState } from "./state.js";
 
@@ -26,12 +28,14 @@ export function buildToolchainGraph(env: RuntimeEnv) {
     .addNode("scheduler", makeSchedulerNode(env))
     .addNode("approval", makeApprovalNode(env))
     .addNode("compensation", makeCompensationNode(env))
+    .addNode("rollback_approval", makeRollbackApprovalNode(env))
     .addNode("observer", makeObserverNode(env))
     .addEdge(START, "planner")
     .addConditionalEdges("planner", (s: RunState) => (s.status === "failed" ? "observer" : "scheduler"), ["scheduler", "observer"])
     .addConditionalEdges("scheduler", afterScheduler, ["approval", "compensation", "observer"])
     .addEdge("approval", "scheduler")
-    .addEdge("compensation", "observer")
+    .addConditionalEdges("compensation", (s: RunState) => (s.rollbackBlocked ? "rollback_approval" : "observer"), ["rollback_approval", "observer"])
+    .addConditionalEdges("rollback_approval", (s: RunState) => (s.rollbackDecision ? "compensation" : "rollback_approval"), ["compensation", "rollback_approval"])
     .addEdge("observer", END);
 }
 

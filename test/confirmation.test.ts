@@ -42,7 +42,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
       }),
     );
     expect(first.view.status).toBe("waiting_confirmation");
-    expect(first.view.pendingConfirmations).toEqual([{ stepId: "pub", skillName: "test.publish", arguments: { title: "Q3 report" }, preview: { willPublish: "Q3 report" }, round: 0 }]);
+    expect(first.view.pendingConfirmations).toEqual([{ stepId: "pub", skillName: "test.publish", arguments: { title: "Q3 report" }, preview: { willPublish: "Q3 report" }, round: 0, kind: "confirmation" }]);
     expect(ledger.total()).toBe(0);
     expect(first.events.at(-1)!.type).toBe("run_waiting_confirmation");
 

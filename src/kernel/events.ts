@@ -16,6 +16,8 @@ export const EventType = {
   step_rolled_back: "step_rolled_back",
   step_rollback_failed: "step_rollback_failed",
   rollback_completed: "rollback_completed",
+  /** strict rollback stopped at a failed compensation: an operator decides (retry / skip / stop) */
+  rollback_waiting_decision: "rollback_waiting_decision",
   run_waiting_confirmation: "run_waiting_confirmation",
   run_completed: "run_completed",
   run_failed: "run_failed",

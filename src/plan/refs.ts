@@ -5,7 +5,8 @@
  */
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 
-export type RefRoot = "context" | "steps" | "memory";
+/** `self` (the step's own `input` and `output`) is only meaningful in rollback arguments. */
+export type RefRoot = "context" | "steps" | "memory" | "self";
 export interface ParsedRef {
   raw: string;
   root: RefRoot;
@@ -16,7 +17,7 @@ export interface ParsedRef {
 }
 
 const FORBIDDEN = new Set(["__proto__", "constructor", "prototype"]);
-const ROOTS = new Set<string>(["context", "steps", "memory"]);
+const ROOTS = new Set<string>(["context", "steps", "memory", "self"]);
 
 export function isRef(v: unknown): v is { $ref: string } {
   return typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && "$ref" in v;
@@ -35,6 +36,9 @@ export function parseRef(raw: unknown, at: string): ParsedRef {
   const [root, ...path] = parts;
   if (!root || !ROOTS.has(root)) {
     throw refError(`${at}: $ref "${raw}" must start with context., steps. or memory.`);
+  }
+  if (root === "self" && path[0] !== "input" && path[0] !== "output") {
+    throw refError(`${at}: $ref "${raw}" must be self.input… or self.output…`);
   }
   for (const seg of path) {
     if (seg === "") throw refError(`${at}: $ref "${raw}" has an empty path segment`);
@@ -89,10 +93,13 @@ export interface RefScope {
   memory: Record<string, unknown>;
   /** Outputs of completed steps, by stepId. */
   steps: Record<string, unknown>;
+  /** Rollback arguments only: the compensated step's own input and output. */
+  self?: { input: unknown; output: unknown };
 }
 
 export function resolveRef(ref: ParsedRef, scope: RefScope): unknown {
-  const base = ref.root === "context" ? scope.context : ref.root === "memory" ? scope.memory : scope.steps;
+  if (ref.root === "self" && !scope.self) throw refError(`${ref.at}: $ref "${ref.raw}": self.… is only available in rollback arguments`);
+  const base = ref.root === "context" ? scope.context : ref.root === "memory" ? scope.memory : ref.root === "self" ? scope.self : scope.steps;
   if (ref.root === "steps" && !Object.prototype.hasOwnProperty.call(scope.steps, ref.path[0]!)) {
     throw refError(`${ref.at}: $ref "${ref.raw}": step "${ref.path[0]}" has no output`, { ref: ref.raw });
   }

@@ -142,6 +142,10 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
     const argRefs = refs.filter((r) => r.at.startsWith("arguments"));
     refsByStep.set(s.stepId, argRefs);
     for (const r of refs) {
+      if (r.root === "self") {
+        if (!r.at.startsWith("rollback.arguments")) issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}": self.… is only available in rollback arguments`, stepId: s.stepId, path: r.at });
+        continue;
+      }
       const problem = checkRef(r, s.stepId, { isAncestor, memoryKeys, context: opts.context, memory: opts.memory, stepIds: byStep });
       if (problem) issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${problem}`, stepId: s.stepId, path: r.at });
     }
@@ -161,9 +165,12 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
         issues.push({ code: ErrorCode.INVALID_ARGUMENTS, message: `step "${s.stepId}": arguments do not match ${s.skillName}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`, stepId: s.stepId, path: "arguments" });
       }
     }
+    if (s.rollback?.kind === "delete_created_records" && !skill.createdRecords) {
+      issues.push({ code: ErrorCode.NOT_COMPENSABLE, message: `step "${s.stepId}": rollback delete_created_records needs a skill that reports the records it creates; "${s.skillName}" does not`, stepId: s.stepId, path: "rollback" });
+    }
     // strict rollback refuses side effects that cannot be undone
     if (plan.rollbackMode === "strict" && hasSideEffects(skill) && !s.acceptNoCompensation) {
-      const compensable = s.rollback ? s.rollback.kind !== "none" : typeof skill.compensate === "function";
+      const compensable = s.rollback ? s.rollback.kind !== "none" : typeof skill.compensate === "function" || skill.createdRecords !== undefined;
       if (!compensable) {
         issues.push({ code: ErrorCode.NOT_COMPENSABLE, message: `step "${s.stepId}": skill "${s.skillName}" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)`, stepId: s.stepId });
       }

@@ -62,7 +62,7 @@ export const ConfirmInputSchema = z
   .object({
     stepId: z.string().min(1),
     /** approve / reject; for a step in doubt after a crash also mark_done (approve = retry it). */
-    decision: z.enum(["approve", "reject", "mark_done"]),
+    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
     arguments: z.record(z.string(), z.unknown()).optional(),
     /** mark_done: the output to record for the step. */
     output: z.unknown().optional(),
@@ -154,7 +154,10 @@ export class Runtime {
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
     }
     if (d.decision === "mark_done" && !pending.inDoubt) {
-      throw new ToolchainError(ErrorCode.INVALID_DECISION, `mark_done is only for a step in doubt after a process failure; step "${d.stepId}" waits for a normal confirmation`);
+      throw new ToolchainError(ErrorCode.INVALID_DECISION, `mark_done is only for a step in doubt after a process failure; step "${d.stepId}" waits for a ${pending.kind ?? "confirmation"} decision`);
+    }
+    if (d.decision === "skip" && pending.kind !== "compensation") {
+      throw new ToolchainError(ErrorCode.INVALID_DECISION, `skip is only for a failed compensation in strict rollback; step "${d.stepId}" waits for a ${pending.kind ?? "confirmation"} decision`);
     }
     if (d.decision === "approve" && d.arguments) {
       const step = row.plan.steps.find((s) => s.stepId === d.stepId)!;
@@ -202,7 +205,7 @@ export class Runtime {
   async cancel(runId: string, reason = "cancelled by request"): Promise<RunHandle> {
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    if (TERMINAL_RUN.has(row.status)) return this.follow(runId);
+    if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
     const local = this.active.get(runId);
     this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason));
     if (local) return this.handleOf(local);
@@ -247,7 +250,7 @@ export class Runtime {
       const snap = await this.graph.getState({ configurable: { thread_id: runId } });
       let input: Partial<RunState> | Command | null = null;
       const row = await this.store.getRow(runId);
-      if (row?.status === "waiting_confirmation") {
+      if (row?.status === "waiting_confirmation" || row?.status === "rollback_failed") {
         // decisions were recorded but the process that took them died before resuming
         const decisions: Record<string, Decision> = {};
         for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;

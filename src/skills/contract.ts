@@ -26,6 +26,12 @@ export interface SkillContext {
   context: unknown;
 }
 
+export interface CreatedRecord {
+  /** e.g. a table id */
+  resource: string;
+  id: string;
+}
+
 export interface CompensationContext<I, O> {
   runId: string;
   stepId: string;
@@ -55,6 +61,15 @@ export interface Skill<I = any, O = any> {
   preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;
   /** Undo a completed execution. Absent on a side-effecting skill means "not compensable". */
   compensate?(c: CompensationContext<I, O>): Promise<void>;
+  /**
+   * Record-creating skills: which records an execution created (read from what it returned) and
+   * how to delete exactly those. Enables rollback `delete_created_records`, which is then the
+   * default compensation (unless `compensate` is given).
+   */
+  createdRecords?: {
+    list(output: O, input: I): CreatedRecord[];
+    delete(records: CreatedRecord[], c: CompensationContext<I, O>): Promise<void>;
+  };
   /**
    * After a crash in the middle of an attempt of a non-idempotent side-effecting step: did the
    * effect for this idempotency key happen? `undefined` = cannot tell (a human decides).

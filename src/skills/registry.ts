@@ -79,7 +79,7 @@ export class SkillRegistry {
           idempotent: s.idempotent,
           parallelSafe: s.parallelSafe ?? true,
           requiresConfirmation: typeof s.requiresConfirmation === "function" ? "conditional" : Boolean(s.requiresConfirmation),
-          compensable: typeof s.compensate === "function",
+          compensable: typeof s.compensate === "function" || s.createdRecords !== undefined,
           previewable: typeof s.preview === "function",
         };
         if (s.output) e.outputSchema = z.toJSONSchema(s.output, { unrepresentable: "any" });

@@ -98,7 +98,7 @@ export class MemoryRunStore implements RunStore {
     const out: string[] = [];
     for (const e of [...this.runs.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())) {
       if (out.length >= limit) break;
-      const decided = e.row.status === "waiting_confirmation" && [...e.decisions.values()].some((d) => !d.applied);
+      const decided = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && [...e.decisions.values()].some((d) => !d.applied);
       if (!["queued", "planning", "running"].includes(e.row.status) && !decided) continue;
       if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= this.now()) continue;
       e.row.leaseOwner = owner;

@@ -244,7 +244,7 @@ export class PgRunStore implements RunStore {
          SELECT run_id FROM ${this.runs} r
          WHERE (lease_owner IS NULL OR lease_expires_at < now())
            AND (status IN ('queued', 'planning', 'running')
-             OR (status = 'waiting_confirmation' AND EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)))
+             OR (status IN ('waiting_confirmation', 'rollback_failed') AND EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)))
          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING run_id`,
       [owner, String(ttlMs), limit],

@@ -2,7 +2,7 @@
  * How events change the stored run and step rows: pure, shared by both stores, so the audit
  * tables move in exactly the order events happen.
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import { compensationPending, type PendingConfirmation } from "../../graphs/approval-node.js";
 import { STEP_STATUS_AFTER, type RunEvent } from "../kernel/events.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
 
@@ -44,6 +44,9 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
       case "run_failed":
         runStatus = (e.data.status as RunStatus | undefined) ?? (e.type === "run_completed" ? "completed" : "failed");
         break;
+      case "rollback_waiting_decision":
+        runStatus = "rollback_failed";
+        break;
       case "step_started":
       case "step_confirmed":
         if (runStatus === "waiting_confirmation" || runStatus === undefined) runStatus = "running";
@@ -66,14 +69,16 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
     if (e.type === "step_rolled_back") p.rollbackStatus = "rolled_back";
     if (e.type === "step_rollback_failed") p.rollbackStatus = (e.data.error as { code?: string } | undefined)?.code === "NOT_COMPENSABLE" ? "not_compensable" : "rollback_failed";
     steps.set(e.stepId, p);
-    if (e.type === "step_waiting_confirmation") {
+    if (e.type === "rollback_waiting_decision") {
+      pending.set(e.stepId, compensationPending(String(e.data.skillName ?? ""), { stepId: e.stepId, round: Number(e.data.round ?? 0), error: e.data.error }));
+    } else if (e.type === "step_waiting_confirmation") {
       pending.set(e.stepId, {
         stepId: e.stepId,
         skillName: String(e.data.skillName ?? ""),
         arguments: e.data.arguments ?? null,
         preview: e.data.preview ?? null,
         ...(e.data.round !== undefined ? { round: Number(e.data.round) } : {}),
-        ...(e.data.inDoubt ? { inDoubt: true } : {}),
+        ...(e.data.inDoubt ? { inDoubt: true, kind: "in_doubt" } : { kind: "confirmation" }),
       } as PendingConfirmation);
     } else if (e.type === "step_confirmed" || e.type === "step_failed" || e.type === "step_cancelled" || e.type === "step_completed") {
       pending.delete(e.stepId);
