@@ -32,6 +32,18 @@ export const ErrorCode = {
   INVALID_DECISION: "INVALID_DECISION",
   RUN_NOT_ACTIVE: "RUN_NOT_ACTIVE",
   INTERNAL: "INTERNAL",
+  // HTTP API (src/api/errors.ts maps every code to a status)
+  UNAUTHORIZED: "UNAUTHORIZED",
+  NOT_FOUND: "NOT_FOUND",
+  INVALID_JSON: "INVALID_JSON",
+  INVALID_BODY: "INVALID_BODY",
+  INVALID_QUERY: "INVALID_QUERY",
+  UNSUPPORTED_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  /** Too many API requests for this key (not a step's provider limit: that is RATE_LIMITED). */
+  TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
+  PLANNER_NOT_CONFIGURED: "PLANNER_NOT_CONFIGURED",
+  NOT_READY: "NOT_READY",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];

@@ -48,6 +48,8 @@ export interface RunOptions {
   runId?: string;
   workspaceId?: string;
   traceId?: string;
+  /** This call's skill allowlist (e.g. the workspace's), applied on top of the runtime's `allowSkill`. */
+  allowSkill?: (name: string) => boolean;
 }
 
 export interface RunHandle {
@@ -99,8 +101,10 @@ export class Runtime {
   }
 
   /** Validate only: throws PlanValidationError with a stable code. */
-  validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory"> = {}): CompiledPlan {
-    return compilePlan(plan, { registry: this.registry, allowSkill: this.allowSkill, context: opts.context, memory: opts.memory });
+  validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): CompiledPlan {
+    const [global, call] = [this.allowSkill, opts.allowSkill];
+    const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
+    return compilePlan(plan, { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory });
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */

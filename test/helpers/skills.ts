@@ -161,3 +161,34 @@ export function approvalSkill(ledger: EffectLedger): Skill {
     },
   });
 }
+
+/** A record store in memory and a skill that creates records in it (delete_created_records). */
+export class RecordTable {
+  readonly rows = new Map<string, { id: string; title: string; createdBy: string }>();
+  private next = 1;
+  insert(title: string, createdBy: string): string {
+    const id = `rec_${this.next++}`;
+    this.rows.set(id, { id, title, createdBy });
+    return id;
+  }
+}
+
+export function createRecordsSkill(table: RecordTable): Skill {
+  return defineSkill({
+    name: "test.create_records",
+    description: "creates one record per title",
+    input: z.object({ titles: z.array(z.string()) }),
+    output: z.object({ ids: z.array(z.string()) }),
+    sideEffects: "write",
+    idempotent: false,
+    async execute(args, ctx) {
+      return { ids: args.titles.map((t) => table.insert(t, ctx.stepId)) };
+    },
+    createdRecords: {
+      list: (output: { ids: string[] }) => output.ids.map((id) => ({ resource: "records", id })),
+      async delete(records: { id: string }[]) {
+        for (const r of records) table.rows.delete(r.id);
+      },
+    },
+  });
+}
