@@ -117,4 +117,34 @@ describe("crash recovery (SIGKILL)", () => {
     expect(countBy(r.effects)).toEqual({ prep: 1, "publish:launch": 1 });
     expectGapless(r);
   }, 120_000);
+
+  test("killed in the middle of a rollback: the rollback resumes; finished compensations are not run again", async () => {
+    const st = storage();
+    const runId = "crash-rollback";
+    const plan = {
+      onFailure: "fail_fast",
+      steps: [
+        { stepId: "c1", skillName: "test.db_effect_comp", arguments: { label: "c1", undoMs: 0 } },
+        { stepId: "c2", skillName: "test.db_effect_comp", dependsOn: ["c1"], arguments: { label: "c2", undoMs: 30_000 } },
+        { stepId: "c3", skillName: "test.db_effect_comp", dependsOn: ["c2"], arguments: { label: "c3", undoMs: 0 } },
+        { stepId: "boom", skillName: "core.fail", dependsOn: ["c3"], retry: { maxAttempts: 1 } },
+      ],
+    };
+    const first = spawnChild(st, ["start", JSON.stringify(plan), runId], { SLOW_UNDO: "1" });
+    await first.waitFor((l) => l.undoing === "c2"); // c3 was undone; c2's compensation is running
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    const lines = await runToEnd(st, ["recover"], 90_000);
+    const r = reportOf(lines);
+    const undo = lines.find((l) => "undos" in l) as unknown as { undos: string[]; undoCalls: { label: string }[] };
+    expect(r.report.status).toBe("rolled_back");
+    expect(undo.undos).toEqual(["c1", "c2", "c3"]);
+    const calls = undo.undoCalls.map((c) => c.label);
+    // c3 finished before the crash: replayed from the checkpoint, not run again; c2 was in flight
+    // and runs again with the same idempotency key; c1 runs once
+    expect(calls.filter((x) => x === "c3")).toHaveLength(1);
+    expect(calls.filter((x) => x === "c1")).toHaveLength(1);
+    expect(calls.filter((x) => x === "c2")).toHaveLength(2);
+    expectGapless(r);
+  }, 150_000);
 });

@@ -28,9 +28,9 @@ export function sharedStorage(): ChildEnv {
   return { env, schema };
 }
 
-export function spawnChild(storage: ChildEnv, args: string[]): Child {
+export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}): Child {
   const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("test/fixtures/crash-child.ts"), ...args], {
-    env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env },
+    env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
