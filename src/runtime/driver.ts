@@ -4,6 +4,7 @@
  * (one transaction per batch, numbered there), keeps the live projection, delivers decisions
  * recorded by other processes to the running scheduler, and writes the final projection.
  */
+import { setMaxListeners } from "node:events";
 import { Command } from "@langchain/langgraph";
 import type { RunState } from "../../graphs/state.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
@@ -45,6 +46,8 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
   const events = new Channel<RunEvent>();
   const live = new LiveProjection();
   const stop = new AbortController();
+  // LangGraph adds one abort listener per running task to the run's signal: not a leak
+  setMaxListeners(0, stop.signal);
   const ready = (async () => {
     if (!(await store.acquireLease(runId, owner, leaseTtlMs))) {
       throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, { details: { leaseBusy: true } });

@@ -1,0 +1,144 @@
+/**
+ * Durable suite: the cost per step of the durable runtime (checkpoint + step-run rows + events)
+ * on embedded and server Postgres, beside a bare LangGraph task() per step on the same
+ * PostgresSaver, measured in the same run; resume latency (confirm call -> next step's start);
+ * checkpoint bytes per step as runs grow.
+ */
+import { randomUUID } from "node:crypto";
+import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import pg from "pg";
+import { z } from "zod";
+import { defineSkill } from "../src/skills/contract.js";
+import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
+import { emitLine, log, median, now, round } from "./timing.js";
+
+type Shape = "chain" | "fanout";
+
+function plan(n: number, shape: Shape) {
+  return {
+    steps: Array.from({ length: n }, (_, i) => ({
+      stepId: `s${i}`,
+      skillName: "core.pass",
+      dependsOn: shape === "chain" && i > 0 ? [`s${i - 1}`] : [],
+      arguments: { value: null },
+    })),
+  };
+}
+
+/** Bare LangGraph: one node awaiting one task() per step, on the runtime's own PostgresSaver. */
+function bareGraph(saver: PostgresSaver) {
+  const S = Annotation.Root({ n: Annotation<number>, shape: Annotation<Shape> });
+  return new StateGraph(S)
+    .addNode("work", async (s: typeof S.State) => {
+      const t = (i: number) => task({ name: `t${i}` }, async () => null)();
+      if (s.shape === "chain") for (let i = 0; i < s.n; i++) await t(i);
+      else await Promise.all(Array.from({ length: s.n }, (_, i) => t(i)));
+      return {};
+    })
+    .addEdge(START, "work")
+    .addEdge("work", END)
+    .compile({ checkpointer: saver });
+}
+
+async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) {
+  const bare = bareGraph(o.saver);
+  const ours: number[] = [];
+  const base: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    // interleave, alternating which goes first
+    const runs = [
+      async () => {
+        const t0 = now();
+        const v = await o.runtime.run(plan(n, shape)).result;
+        if (v.status !== "completed") throw new Error(v.status);
+        ours.push((now() - t0) / n);
+      },
+      async () => {
+        const t0 = now();
+        await bare.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
+        base.push((now() - t0) / n);
+      },
+    ];
+    if (r % 2) runs.reverse();
+    for (const f of runs) await f();
+  }
+  return { runtimeMsPerStep: round(median(ours)), bareTaskMsPerStep: round(median(base)), ratio: round(median(ours) / median(base), 2) };
+}
+
+async function resumeLatency(o: OpenedRuntime, count: number) {
+  let started = 0;
+  const gate = defineSkill({
+    name: "bench.approve_me",
+    description: "needs approval; records when it starts",
+    input: z.object({}),
+    sideEffects: "none",
+    idempotent: true,
+    requiresConfirmation: true,
+    async execute() {
+      started = now();
+      return null;
+    },
+  });
+  if (!o.runtime.registry.has(gate.name)) o.runtime.registry.register(gate);
+  const lat: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const v = await o.runtime.run({ steps: [{ stepId: "a", skillName: "bench.approve_me" }] }).result;
+    if (v.status !== "waiting_confirmation") throw new Error(v.status);
+    started = 0;
+    const t0 = now();
+    const h = await o.runtime.confirm(v.runId, { stepId: "a", decision: "approve" });
+    const done = await h.result;
+    if (done.status !== "completed" || !started) throw new Error(done.status);
+    lat.push(started - t0);
+  }
+  const s = [...lat].sort((a, b) => a - b);
+  return { p50Ms: round(median(lat), 2), p99Ms: round(s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]!, 2), n: count };
+}
+
+async function checkpointBytes(o: OpenedRuntime, sizes: number[]) {
+  const out: { steps: number; bytes: number; bytesPerStep: number }[] = [];
+  const q = (sql: string, p: unknown[]) => o.db.pool.query(sql, p);
+  for (const n of sizes) {
+    const v = await o.runtime.run(plan(n, "chain")).result;
+    const s = `"${o.db.schema}"`;
+    const { rows } = await q(
+      `SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM ${s}.checkpoints c WHERE thread_id = $1)
+            + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM ${s}.checkpoint_blobs b WHERE thread_id = $1)
+            + (SELECT coalesce(sum(pg_column_size(w.*)), 0) FROM ${s}.checkpoint_writes w WHERE thread_id = $1) AS bytes`,
+      [v.runId],
+    );
+    const bytes = Number(rows[0].bytes);
+    out.push({ steps: n, bytes, bytesPerStep: round(bytes / n, 1) });
+  }
+  return out;
+}
+
+export async function durableSuite(opts: { quick: boolean }) {
+  const serverUrl = process.env.DATABASE_URL || process.env.BENCH_SERVER_URL || "postgres://postgres@127.0.0.1:5432/test";
+  const serverUp = await new pg.Pool({ connectionString: serverUrl, max: 1, connectionTimeoutMillis: 1_000 }).query("SELECT 1").then(() => true, () => false);
+  const backends: { name: string; url?: string }[] = [{ name: "embedded" }, ...(serverUp ? [{ name: "server", url: serverUrl }] : [])];
+  for (const b of backends) {
+    const schema = `bench_${randomUUID().replace(/-/g, "").slice(0, 10)}`;
+    const o = await openRuntime({ databaseUrl: b.url, dataDir: ":memory:", schema, poolSize: 10 });
+    try {
+      log(`durable: ${b.name}`);
+      await o.runtime.run(plan(20, "chain")).result; // warm-up
+      for (const [shape, n] of [["chain", opts.quick ? 200 : 1_000], ["fanout", 200]] as [Shape, number][]) {
+        const r = await perStep(o, n, shape, opts.quick ? 1 : 3);
+        emitLine({ suite: "durable", db: b.name, shape, steps: n, ...r, target: "ratio <= 1.5" });
+      }
+      emitLine({ suite: "durable-resume", db: b.name, ...(await resumeLatency(o, opts.quick ? 20 : 100)), target: b.name === "server" ? "p50 <= 20 ms" : undefined });
+      const bytes = await checkpointBytes(o, opts.quick ? [50, 100, 200] : [100, 300, 1_000]);
+      emitLine({ suite: "durable-checkpoint-bytes", db: b.name, runs: bytes, growth: round(bytes.at(-1)!.bytesPerStep / bytes[0]!.bytesPerStep, 2), note: "bytes per step should stay flat (linear total)" });
+    } finally {
+      if (b.url) await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
+      await o.close();
+    }
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await durableSuite({ quick: process.env.BENCH_QUICK === "1" });
+  process.exit(0);
+}
