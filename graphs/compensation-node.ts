@@ -21,7 +21,7 @@ import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable, Slot } from "./durable-task.js";
 import { emitter } from "./emit.js";
-import type { RuntimeEnv } from "./env.js";
+import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate, StepRecord } from "./state.js";
 
 type How =
@@ -51,7 +51,7 @@ function needsWork(r: StepRecord): boolean {
 
 export function makeCompensationNode(env: RuntimeEnv) {
   return async function compensation(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
-    const compiled = compilePlan(state.plan, { registry: env.registry });
+    const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry }));
     const mode = compiled.plan.rollbackMode;
     const emit = emitter(config, env);
     const runId = state.runId;

@@ -4,6 +4,7 @@
  */
 import type { SkillLogger } from "../src/skills/contract.js";
 import type { SkillRegistry } from "../src/skills/registry.js";
+import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
 import type { IntentLog } from "../src/store/run-store.js";
 
@@ -15,6 +16,25 @@ export interface RuntimeEnv {
   now(): number;
   random(): number;
   logger(runId: string, stepId?: string): SkillLogger;
+  /**
+   * Tasks one scheduler-node execution launches before it drains and hands over to a fresh
+   * execution. LangGraph rescans a node's task writes on every new task (cost grows with their
+   * number), so very long runs are cut into segments. @default 500
+   */
+  segmentTasks: number;
+  /** Compiled plans by run (a run's plan does not change once planned). */
+  compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
+}
+
+/** Compile a run's plan once per process, not once per node execution. */
+export function compiledFor(env: RuntimeEnv, runId: string, plan: unknown, compile: () => CompiledPlan): CompiledPlan {
+  const json = JSON.stringify(plan);
+  const hit = env.compiledPlans.get(runId);
+  if (hit && hit.json === json) return hit.compiled;
+  const compiled = compile();
+  if (env.compiledPlans.size >= 1_000) env.compiledPlans.delete(env.compiledPlans.keys().next().value!);
+  env.compiledPlans.set(runId, { json, compiled });
+  return compiled;
 }
 
 export const silentLogger: SkillLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -27,6 +47,8 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     now: () => Date.now(),
     random: Math.random,
     logger: () => silentLogger,
+    segmentTasks: 500,
+    compiledPlans: new Map(),
     ...over,
   };
 }

@@ -21,7 +21,7 @@ import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable, Slot } from "./durable-task.js";
 import { emitter } from "./emit.js";
-import type { RuntimeEnv } from "./env.js";
+import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate, StepRecord } from "./state.js";
 
 type Completion =
@@ -59,7 +59,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
   return async function scheduler(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const t0 = env.now();
     const runId = state.runId;
-    const compiled = compilePlan(state.plan, { registry: env.registry });
+    const compiled = compiledFor(env, runId, state.plan, () => compilePlan(state.plan, { registry: env.registry }));
     const { plan } = compiled;
     const emit = emitter(config, env);
     const iso = () => new Date(env.now()).toISOString();
@@ -91,6 +91,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     const stepCtls = new Map<string, AbortController>();
     const queue = new AsyncQueue<Completion>();
     let inflight = 0;
+    let launched = 0; // durable tasks started by this execution of the node (see env.segmentTasks)
+    let draining = false;
     const track = <T>(p: Promise<T>, done: (v: T) => Completion, failed: (e: unknown) => Completion) => {
       inflight++;
       p.then((v) => queue.push(done(v)), (e) => queue.push(failed(e)));
@@ -177,6 +179,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     }
 
     function startAttempt(c: CompiledStep, attempt: number, args: Record<string, unknown>): void {
+      launched++;
       const ctl = new AbortController();
       stepCtls.set(c.id, ctl);
       set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso(), inDoubt: false });
@@ -337,6 +340,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
         case "retry": {
           inflight--;
           if (halt) return cancelRunning(c, runError);
+          if (draining) return; // the next segment starts the attempt (the step stays "retrying")
           const r = argsFor(c);
           if ("error" in r) return finishFailed(c, r.error);
           return startAttempt(c, item.attempt, r.args);
@@ -437,7 +441,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       for (const [id, d] of env.controls.take(runId)) offered(id, d);
 
       for (;;) {
-        if (!halt) for (const id of sched.start(claimsOf)) launch(id);
+        if (!halt && !draining) for (const id of sched.start(claimsOf)) launch(id);
+        if (launched >= env.segmentTasks) draining = true;
         if (inflight <= 0) break;
         handle(await queue.shift());
       }
@@ -450,7 +455,10 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     }
 
     const waiting = sched.idsIn("parked").length > 0 && !halt;
+    // drained before the end: a fresh execution of this node continues (see env.segmentTasks)
+    const more = draining && !halt && (sched.idsIn("ready").length > 0 || sched.idsIn("running").length > 0);
     return {
+      segmentEnded: more,
       steps: touched,
       memory: memoryUpdate,
       completionOrder,

@@ -71,6 +71,8 @@ export const RunStateAnnotation = Annotation.Root({
   halt: Annotation<"fail_fast" | "deadline" | "cancelled" | null>({ reducer: (_a, b) => b, default: () => null }),
   rollbackBlocked: Annotation<RollbackBlock | null>({ reducer: (_a, b) => b, default: () => null }),
   rollbackDecision: Annotation<{ stepId: string; action: RollbackAction } | null>({ reducer: (_a, b) => b, default: () => null }),
+  /** The scheduler drained after env.segmentTasks tasks and must run again. */
+  segmentEnded: Annotation<boolean>({ reducer: (_a, b) => b, default: () => false }),
   /** Execution time used so far (time waiting for a human does not count against the deadline). */
   elapsedMs: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
   createdAt: Annotation<string>,

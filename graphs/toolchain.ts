@@ -16,8 +16,9 @@ import { makeRollbackApprovalNode } from "./rollback-approval-node.js";
 import { makeSchedulerNode } from "./scheduler-node.js";
 import { RunStateAnnotation, type RunState } from "./state.js";
 
-export function afterScheduler(state: RunState): "approval" | "compensation" | "observer" {
+export function afterScheduler(state: RunState): "scheduler" | "approval" | "compensation" | "observer" {
   if (state.halt) return "compensation";
+  if (state.segmentEnded) return "scheduler";
   if (state.status === "waiting_confirmation") return "approval";
   return "observer";
 }
@@ -32,7 +33,7 @@ export function buildToolchainGraph(env: RuntimeEnv) {
     .addNode("observer", makeObserverNode(env))
     .addEdge(START, "planner")
     .addConditionalEdges("planner", (s: RunState) => (s.status === "failed" ? "observer" : "scheduler"), ["scheduler", "observer"])
-    .addConditionalEdges("scheduler", afterScheduler, ["approval", "compensation", "observer"])
+    .addConditionalEdges("scheduler", afterScheduler, ["scheduler", "approval", "compensation", "observer"])
     .addEdge("approval", "scheduler")
     .addConditionalEdges("compensation", (s: RunState) => (s.rollbackBlocked ? "rollback_approval" : "observer"), ["rollback_approval", "observer"])
     .addConditionalEdges("rollback_approval", (s: RunState) => (s.rollbackDecision ? "compensation" : "rollback_approval"), ["compensation", "rollback_approval"])

@@ -64,6 +64,23 @@ describe("scheduling", () => {
   });
 });
 
+describe("segments", () => {
+  test("a long run is cut into scheduler segments without changing its outcome", async () => {
+    const ledger = new EffectLedger();
+    const rt = createRuntime({ skills: [effectSkill(ledger)], env: { segmentTasks: 3 } });
+    const steps = [
+      ...Array.from({ length: 12 }, (_, i) => ({ stepId: `c${i}`, skillName: "test.effect", dependsOn: i ? [`c${i - 1}`] : [], arguments: { label: `c${i}` } })),
+      ...Array.from({ length: 8 }, (_, i) => ({ stepId: `f${i}`, skillName: "core.fail", arguments: { untilAttempt: 2, value: i }, retry: { maxAttempts: 2, backoff: { kind: "fixed" as const, initialMs: 5 } } })),
+    ];
+    const { events, view } = await collect(rt.run({ steps, maxConcurrency: 3 }));
+    expect(view.status).toBe("completed");
+    expect([...ledger.effects.values()]).toEqual(Array(12).fill(1));
+    expect(view.steps.filter((s) => s.stepId.startsWith("f")).map((s) => s.attempts)).toEqual(Array(8).fill(2));
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.type === "step_completed")).toHaveLength(20);
+  });
+});
+
 describe("references", () => {
   test("resolve context, step outputs at depth and memory saved by saveResultAs", async () => {
     const rt = createRuntime();
