@@ -149,6 +149,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     }
 
     function launch(id: string): void {
+      launched++;
       const c = compiled.byId.get(id)!;
       const r = argsFor(c);
       if ("error" in r) return finishFailed(c, r.error);
@@ -179,7 +180,6 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     }
 
     function startAttempt(c: CompiledStep, attempt: number, args: Record<string, unknown>): void {
-      launched++;
       const ctl = new AbortController();
       stepCtls.set(c.id, ctl);
       set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso(), inDoubt: false });
@@ -441,7 +441,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       for (const [id, d] of env.controls.take(runId)) offered(id, d);
 
       for (;;) {
-        if (!halt && !draining) for (const id of sched.start(claimsOf)) launch(id);
+        if (!halt && !draining) for (const id of sched.start(claimsOf, env.segmentTasks - launched)) launch(id);
         if (launched >= env.segmentTasks) draining = true;
         if (inflight <= 0) break;
         handle(await queue.shift());

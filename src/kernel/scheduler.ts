@@ -45,7 +45,9 @@ export class Scheduler {
   private readonly order: ReadonlyMap<string, number>;
   private readonly state = new Map<string, SchedState>();
   private readonly waiting = new Map<string, number>();
+  /** Ready steps by priority. Lazy deletion: entries whose step is no longer ready are dropped when popped. */
   private readonly heap: string[] = [];
+  private readyCount = 0;
   private readonly claimsHeld = new Map<string, Claims>();
   private readonly serialBusy = new Set<string>();
   private readonly resourceUse = new Map<string, number>();
@@ -103,19 +105,20 @@ export class Scheduler {
   /** Nothing runs and nothing more can start now (the run ends, or waits for a confirmation). */
   get idle(): boolean {
     // with nothing running every claim is free, so a ready step could start: not idle
-    return this.runningCount === 0 && (this._halted || this.heap.length === 0);
+    return this.runningCount === 0 && (this._halted || this.readyCount === 0);
   }
 
   /**
    * Start as many ready steps as the limits allow, highest priority first. A ready step blocked by
    * its serial key or resource is passed over (not head-of-line blocking) and stays ready.
    */
-  start(claimsOf: (id: string) => Claims = () => ({})): string[] {
+  start(claimsOf: (id: string) => Claims = () => ({}), max = Number.POSITIVE_INFINITY): string[] {
     if (this._halted) return [];
     const started: string[] = [];
     const passed: string[] = [];
-    while (this.heap.length && this.runningCount < this.maxConcurrency) {
-      const id = this.pop()!;
+    while (this.readyCount > 0 && this.runningCount < this.maxConcurrency && started.length < max) {
+      const id = this.pop();
+      if (id === undefined) break;
       const c = claimsOf(id);
       if (c.serialKeys?.some((k) => this.serialBusy.has(k)) || (c.resource && (this.resourceUse.get(c.resource.name) ?? 0) >= c.resource.limit)) {
         passed.push(id);
@@ -128,7 +131,7 @@ export class Scheduler {
       this.runningCount++;
       started.push(id);
     }
-    for (const id of passed) this.push(id);
+    for (const id of passed) this.push(id); // still ready: back in the queue
     return started;
   }
 
@@ -205,6 +208,7 @@ export class Scheduler {
       }
     }
     this.heap.length = 0;
+    this.readyCount = 0;
     return out;
   }
 
@@ -263,7 +267,6 @@ export class Scheduler {
     return skipped;
   }
   private makeReady(id: string): void {
-    this.state.set(id, "ready");
     this.push(id);
   }
 
@@ -274,6 +277,8 @@ export class Scheduler {
     return pa !== pb ? pa > pb : this.order.get(a)! < this.order.get(b)!;
   }
   private push(id: string): void {
+    this.state.set(id, "ready");
+    this.readyCount++;
     const h = this.heap;
     h.push(id);
     let i = h.length - 1;
@@ -286,14 +291,20 @@ export class Scheduler {
   }
   private pop(): string | undefined {
     const h = this.heap;
-    if (!h.length) return undefined;
-    const top = h[0]!;
-    const last = h.pop()!;
-    if (h.length) {
-      h[0] = last;
-      this.siftDown(0);
+    while (h.length) {
+      const top = h[0]!;
+      const last = h.pop()!;
+      if (h.length) {
+        h[0] = last;
+        this.siftDown(0);
+      }
+      if (this.state.get(top) === "ready") {
+        this.readyCount--;
+        this.state.set(top, "blocked"); // the caller sets its real state (running) or pushes it back
+        return top;
+      }
     }
-    return top;
+    return undefined;
   }
   private siftDown(i: number): void {
     const h = this.heap;
@@ -309,10 +320,8 @@ export class Scheduler {
     }
   }
   private removeFromHeap(id: string): void {
-    const i = this.heap.indexOf(id);
-    if (i < 0) return;
-    const rest = this.heap.splice(i);
-    rest.shift();
-    for (const x of rest) this.push(x);
+    // lazy: the entry stays in the heap and is dropped when popped (its state is no longer "ready")
+    if (this.state.get(id) === "ready") this.readyCount--;
   }
+
 }
