@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every suite in one process, one JSON object per line on stdout (logs on stderr).
  * BENCH_QUICK=1 shrinks every size for a smoke test (well under a minute).
- * BENCH_SUITES=scheduling,overhead selects suites (default: both).
+ * BENCH_SUITES=scheduling,overhead,durable selects suites (default: all).
  * BENCH_BIG_REPS=n repetitions of the 10,000-step runtime runs (default 2).
  * Diagnostics outside the bench: bench/hop-latency.ts, bench/profile-overhead.ts.
  */
@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
 import { overheadSuite } from "./overhead.js";
 import { schedulingSuite } from "./scheduling.js";
+import { durableSuite } from "./durable.js";
 import { emitLine, log, now, round } from "./timing.js";
 
 // LangGraph's raceWithSignal adds one abort listener per running task to the run's signal and
@@ -22,7 +23,7 @@ process.on("warning", (w) => {
 });
 
 const quick = process.env.BENCH_QUICK === "1";
-const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead").split(",").map((s) => s.trim()));
+const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead,durable").split(",").map((s) => s.trim()));
 const require = createRequire(import.meta.url);
 const lgVersion = (require("@langchain/langgraph/package.json") as { version: string }).version;
 
@@ -44,6 +45,7 @@ if (suites.has("overhead")) {
   const bigReps = Number(process.env.BENCH_BIG_REPS ?? 2);
   await overheadSuite(quick ? { steps: 200, reps: 3, bigSteps: 1_000, bigReps: 1 } : { steps: 1_000, reps: 7, bigSteps: 10_000, bigReps });
 }
+if (suites.has("durable")) await durableSuite({ quick });
 const totalS = round((now() - t0) / 1000, 1);
 log(`done in ${totalS} s (${maxListenerWarnings} MaxListenersExceededWarning suppressed)`);
 emitLine({ suite: "meta-end", totalSeconds: totalS, suppressedMaxListenersWarnings: maxListenerWarnings, loadavg: loadavg().map((x) => round(x, 2)) });
