@@ -19,7 +19,8 @@ export interface RuntimeEnv {
   /**
    * Tasks one scheduler-node execution launches before it drains and hands over to a fresh
    * execution. LangGraph rescans a node's task writes on every new task (cost grows with their
-   * number), so very long runs are cut into segments. @default 500
+   * number), so very long runs are cut into segments; a boundary waits for running steps, so
+   * segments are large enough that plans of up to 1,000 steps never pay it. @default 1000
    */
   segmentTasks: number;
   /** Compiled plans by run (a run's plan does not change once planned). */
@@ -47,7 +48,7 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     now: () => Date.now(),
     random: Math.random,
     logger: () => silentLogger,
-    segmentTasks: 500,
+    segmentTasks: 1_000,
     compiledPlans: new Map(),
     ...over,
   };
