@@ -13,18 +13,9 @@ import { defineSkill } from "../src/skills/contract.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { emitLine, log, median, now, round } from "./timing.js";
 
-type Shape = "chain" | "fanout";
+import { noopPlan, type Shape } from "./overhead.js";
 
-function plan(n: number, shape: Shape) {
-  return {
-    steps: Array.from({ length: n }, (_, i) => ({
-      stepId: `s${i}`,
-      skillName: "core.pass",
-      dependsOn: shape === "chain" && i > 0 ? [`s${i - 1}`] : [],
-      arguments: { value: null },
-    })),
-  };
-}
+const plan = noopPlan;
 
 /** Bare LangGraph: one node awaiting one task() per step, on the runtime's own PostgresSaver. */
 function bareGraph(saver: PostgresSaver) {

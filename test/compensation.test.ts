@@ -7,13 +7,9 @@ import { z } from "zod";
 import { createRuntime, defineSkill, type RunEvent, type RunView } from "../src/index.js";
 import { backends } from "./helpers/backends.js";
 import { createRecordsSkill, EffectLedger, effectSkill, RecordTable } from "./helpers/skills.js";
+import { settle, stepOf } from "./helpers/run.js";
 
-async function settle(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }) {
-  const events: RunEvent[] = [];
-  for await (const e of h.events) events.push(e);
-  return { events, view: await h.result };
-}
-const step = (v: RunView, id: string) => v.steps.find((s) => s.stepId === id)!;
+const step = stepOf;
 const fast = { maxAttempts: 1 } as const;
 type Mode = "best_effort" | "strict";
 

@@ -5,13 +5,9 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { RunEvent, RunView } from "../src/index.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
+import { settle, stepOf } from "./helpers/run.js";
 
-async function collect(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }) {
-  const events: RunEvent[] = [];
-  for await (const e of h.events) events.push(e);
-  return { events, view: await h.result };
-}
-const step = (v: RunView, id: string) => v.steps.find((s) => s.stepId === id)!;
+const step = stepOf;
 
 describe.each(backends)("confirmation on $name", (backend) => {
   const closers: (() => Promise<void>)[] = [];
@@ -33,7 +29,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
   test("preview first, then suspend; approve resumes the same run without re-running completed steps", async () => {
     const { rt, ledger, calls, gates } = await setup();
     gates.open("prep");
-    const first = await collect(
+    const first = await settle(
       rt.run({
         steps: [
           { stepId: "prep", skillName: "test.gate", arguments: { gate: "prep", value: "Q3 report" } },
@@ -46,7 +42,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
     expect(ledger.total()).toBe(0);
     expect(first.events.at(-1)!.type).toBe("run_waiting_confirmation");
 
-    const second = await collect(await rt.confirm(first.view.runId, { stepId: "pub", decision: "approve" }));
+    const second = await settle(await rt.confirm(first.view.runId, { stepId: "pub", decision: "approve" }));
     expect(second.view.runId).toBe(first.view.runId);
     expect(second.view.status).toBe("completed");
     expect(step(second.view, "pub").output).toEqual({ published: "Q3 report" });
@@ -59,20 +55,20 @@ describe.each(backends)("confirmation on $name", (backend) => {
 
   test("approve with edited arguments (validated again); invalid edits are refused and change nothing", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await collect(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "draft" } }] }));
+    const { view } = await settle(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "draft" } }] }));
     await expect(rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "" } })).rejects.toMatchObject({
       code: "INVALID_ARGUMENTS",
       message: expect.stringContaining("edited arguments do not match test.publish"),
     });
     expect((await rt.getRun(view.runId)).status).toBe("waiting_confirmation");
-    const done = await collect(await rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "final" } }));
+    const done = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "final" } }));
     expect(step(done.view, "pub")).toMatchObject({ status: "completed", input: { title: "final" }, output: { published: "final" } });
     expect(ledger.log).toEqual(["publish:final"]);
   });
 
   test("reject fails the step with REJECTED and skips its dependents", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "pub", skillName: "test.publish", arguments: { title: "x" } },
@@ -81,7 +77,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
         ],
       }),
     );
-    const done = await collect(await rt.confirm(view.runId, { stepId: "pub", decision: "reject", comment: "not now" }));
+    const done = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "reject", comment: "not now" }));
     expect(done.view.status).toBe("failed");
     expect(step(done.view, "pub")).toMatchObject({ status: "failed", error: { code: "REJECTED", message: "rejected: not now" } });
     expect(step(done.view, "after").status).toBe("skipped");
@@ -91,14 +87,14 @@ describe.each(backends)("confirmation on $name", (backend) => {
 
   test("a decision for a step that is not waiting is refused; the same decision twice resumes once", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await collect(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "x" } }, { stepId: "other", skillName: "core.pass", arguments: { value: 1 } }] }));
+    const { view } = await settle(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "x" } }, { stepId: "other", skillName: "core.pass", arguments: { value: 1 } }] }));
     await expect(rt.confirm(view.runId, { stepId: "other", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING", message: `step "other" of run ${view.runId} is not waiting for confirmation` });
     await expect(rt.confirm(view.runId, { stepId: "nope", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING" });
     await expect(rt.confirm(view.runId, { stepId: "pub", decision: "maybe" as never })).rejects.toMatchObject({ code: "INVALID_DECISION" });
     await expect(rt.confirm("no-such-run", { stepId: "pub", decision: "approve" })).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
-    const once = await collect(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
+    const once = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
     expect(once.view.status).toBe("completed");
-    const twice = await collect(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
+    const twice = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
     expect(twice.view.status).toBe("completed");
     expect(twice.events).toEqual([]);
     expect(ledger.total()).toBe(1);
@@ -107,7 +103,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
 
   test("parallel confirmations are answered independently, in either order", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "p1", skillName: "test.publish", arguments: { title: "one" } },
@@ -117,12 +113,12 @@ describe.each(backends)("confirmation on $name", (backend) => {
       }),
     );
     expect(view.pendingConfirmations.map((p) => p.stepId)).toEqual(["p1", "p2"]);
-    const r2 = await collect(await rt.confirm(view.runId, { stepId: "p2", decision: "approve" }));
+    const r2 = await settle(await rt.confirm(view.runId, { stepId: "p2", decision: "approve" }));
     // p2 and its successor ran while p1 still waits
     expect(r2.view.status).toBe("waiting_confirmation");
     expect(step(r2.view, "after2")).toMatchObject({ status: "completed", output: "two" });
     expect(r2.view.pendingConfirmations.map((p) => p.stepId)).toEqual(["p1"]);
-    const r1 = await collect(await rt.confirm(view.runId, { stepId: "p1", decision: "approve" }));
+    const r1 = await settle(await rt.confirm(view.runId, { stepId: "p1", decision: "approve" }));
     expect(r1.view.status).toBe("completed");
     expect(ledger.log).toEqual(["publish:two", "publish:one"]);
     expect([...ledger.effects.values()]).toEqual([1, 1]);
@@ -155,7 +151,7 @@ describe.each(backends)("confirmation on $name", (backend) => {
 
   test("cancel while suspended compensates what completed", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "p1", skillName: "test.publish", arguments: { title: "one" } },
@@ -163,8 +159,8 @@ describe.each(backends)("confirmation on $name", (backend) => {
         ],
       }),
     );
-    await collect(await rt.confirm(view.runId, { stepId: "p1", decision: "approve" }));
-    const c = await collect(await rt.cancel(view.runId, "stop"));
+    await settle(await rt.confirm(view.runId, { stepId: "p1", decision: "approve" }));
+    const c = await settle(await rt.cancel(view.runId, "stop"));
     expect(c.view.status).toBe("cancelled");
     expect(step(c.view, "p2").status).toBe("cancelled");
     expect(step(c.view, "p1").status).toBe("rolled_back");

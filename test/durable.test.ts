@@ -7,12 +7,8 @@ import type { RunEvent, RunView } from "../src/index.js";
 import { backfill } from "../src/runtime/driver.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
+import { settle } from "./helpers/run.js";
 
-async function settle(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }) {
-  const events: RunEvent[] = [];
-  for await (const e of h.events) events.push(e);
-  return { events, view: await h.result };
-}
 const until = async (pred: () => Promise<boolean> | boolean, ms = 10_000) => {
   const t0 = Date.now();
   while (!(await pred())) {

@@ -4,19 +4,15 @@
 import { describe, expect, test } from "vitest";
 import { createRuntime, type RunEvent, type RunView } from "../src/index.js";
 import { ConcurrencyProbe, EffectLedger, effectSkill, Gates, gateSkill, probeSkill } from "./helpers/skills.js";
+import { settle, stepOf } from "./helpers/run.js";
 
-async function collect(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }) {
-  const events: RunEvent[] = [];
-  for await (const e of h.events) events.push(e);
-  return { events, view: await h.result };
-}
-const step = (v: RunView, id: string) => v.steps.find((s) => s.stepId === id)!;
+const step = stepOf;
 const noRetry = { maxAttempts: 1 } as const;
 
 describe("scheduling", () => {
   test("a fast branch's successor starts and finishes before a slow sibling ends (real timers)", async () => {
     const rt = createRuntime();
-    const { events, view } = await collect(
+    const { events, view } = await settle(
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.wait", arguments: { ms: 20 } },
@@ -45,7 +41,7 @@ describe("scheduling", () => {
       ...Array.from({ length: 6 }, (_, i) => ({ stepId: `s${i}`, skillName: "test.serial", arguments: { key: `k${i % 2}`, ms: 15 } })),
       ...Array.from({ length: 6 }, (_, i) => ({ stepId: `r${i}`, skillName: "test.limited", arguments: { key: "provider", ms: 15 } })),
     ];
-    const { view } = await collect(rt.run({ steps, maxConcurrency: 4 }));
+    const { view } = await settle(rt.run({ steps, maxConcurrency: 4 }));
     expect(view.status).toBe("completed");
     expect(probe.maxRunning).toBeLessThanOrEqual(4);
     expect(probe.maxPerKey.get("k0")).toBe(1);
@@ -58,7 +54,7 @@ describe("scheduling", () => {
     const base = probeSkill(probe, { name: "test.unsafe" });
     const rt = createRuntime({ skills: [{ ...base, parallelSafe: false }] });
     const steps = Array.from({ length: 4 }, (_, i) => ({ stepId: `u${i}`, skillName: "test.unsafe", arguments: { key: `k${i}`, ms: 10 } }));
-    const { view } = await collect(rt.run({ steps }));
+    const { view } = await settle(rt.run({ steps }));
     expect(view.status).toBe("completed");
     expect(probe.maxRunning).toBe(1);
   });
@@ -72,7 +68,7 @@ describe("segments", () => {
       ...Array.from({ length: 12 }, (_, i) => ({ stepId: `c${i}`, skillName: "test.effect", dependsOn: i ? [`c${i - 1}`] : [], arguments: { label: `c${i}` } })),
       ...Array.from({ length: 8 }, (_, i) => ({ stepId: `f${i}`, skillName: "core.fail", arguments: { untilAttempt: 2, value: i }, retry: { maxAttempts: 2, backoff: { kind: "fixed" as const, initialMs: 5 } } })),
     ];
-    const { events, view } = await collect(rt.run({ steps, maxConcurrency: 3 }));
+    const { events, view } = await settle(rt.run({ steps, maxConcurrency: 3 }));
     expect(view.status).toBe("completed");
     expect([...ledger.effects.values()]).toEqual(Array(12).fill(1));
     expect(view.steps.filter((s) => s.stepId.startsWith("f")).map((s) => s.attempts)).toEqual(Array(8).fill(2));
@@ -84,7 +80,7 @@ describe("segments", () => {
 describe("references", () => {
   test("resolve context, step outputs at depth and memory saved by saveResultAs", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run(
         {
           steps: [
@@ -121,7 +117,7 @@ describe("references", () => {
 
   test("a path missing from a step's output fails the step with INVALID_REFERENCE and no attempt", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.pass", arguments: { value: { x: 1 } } },
@@ -139,7 +135,7 @@ describe("references", () => {
 describe("retries", () => {
   test("transient failures are retried up to maxAttempts", async () => {
     const rt = createRuntime();
-    const { events, view } = await collect(
+    const { events, view } = await settle(
       rt.run({ steps: [{ stepId: "f", skillName: "core.fail", arguments: { untilAttempt: 3, value: "ok" }, retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 5 } } }] }),
     );
     expect(view.status).toBe("completed");
@@ -149,7 +145,7 @@ describe("retries", () => {
 
   test("INVALID_INPUT is deterministic and not retried by default; retryOn overrides", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.fail", arguments: { code: "INVALID_INPUT" }, retry: { maxAttempts: 3 } },
@@ -164,7 +160,7 @@ describe("retries", () => {
   test("a non-idempotent side effect that may have started is never retried automatically", async () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)] });
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({ steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "mail", failAfterEffect: true }, retry: { maxAttempts: 5, backoff: { kind: "fixed", initialMs: 1 } } }] }),
     );
     expect(step(view, "send")).toMatchObject({ status: "failed", attempts: 1, retrySuppressed: "non_idempotent_side_effect" });
@@ -174,7 +170,7 @@ describe("retries", () => {
   test("...but is retried when the skill reports the effect did not start", async () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)] });
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({ steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "mail", failBeforeEffect: true }, retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } }] }),
     );
     expect(step(view, "send")).toMatchObject({ status: "completed", attempts: 2 });
@@ -199,7 +195,7 @@ describe("retries", () => {
         },
       ],
     });
-    const { view } = await collect(rt.run({ steps: [{ stepId: "k", skillName: "test.keys", retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } }] }));
+    const { view } = await settle(rt.run({ steps: [{ stepId: "k", skillName: "test.keys", retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } }] }));
     expect(view.status).toBe("completed");
     expect(new Set(keys)).toEqual(new Set([`${view.runId}:k`]));
     expect(keys).toHaveLength(3);
@@ -210,14 +206,14 @@ describe("timeouts and deadline", () => {
   test("a step over its timeoutMs is aborted with TIMEOUT", async () => {
     const rt = createRuntime();
     const t0 = Date.now();
-    const { view } = await collect(rt.run({ steps: [{ stepId: "slow", skillName: "core.wait", arguments: { ms: 5_000 }, timeoutMs: 50, retry: noRetry }] }));
+    const { view } = await settle(rt.run({ steps: [{ stepId: "slow", skillName: "core.wait", arguments: { ms: 5_000 }, timeoutMs: 50, retry: noRetry }] }));
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(step(view, "slow")).toMatchObject({ status: "failed", error: { code: "TIMEOUT", message: "step timed out after 50 ms" } });
   });
 
   test("the plan deadline stops the run: running steps cancelled, the rest never start", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         deadlineMs: 80,
         steps: [
@@ -236,7 +232,7 @@ describe("timeouts and deadline", () => {
 describe("fallback and failure policies", () => {
   test("fallback value and fallback skill replace a step that failed for good", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.fail", retry: noRetry, fallback: { value: { default: true } } },
@@ -253,7 +249,7 @@ describe("fallback and failure policies", () => {
 
   test("skip_dependents (default): dependents skipped, independent branches go on, partial results kept", async () => {
     const rt = createRuntime();
-    const { events, view } = await collect(
+    const { events, view } = await settle(
       rt.run({
         steps: [
           { stepId: "bad", skillName: "core.fail", retry: noRetry },
@@ -272,7 +268,7 @@ describe("fallback and failure policies", () => {
 
   test("continue: the failure is tolerated and dependents still run", async () => {
     const rt = createRuntime();
-    const { view } = await collect(
+    const { view } = await settle(
       rt.run({
         steps: [
           { stepId: "optional", skillName: "core.fail", retry: noRetry, onFailure: "continue" },
@@ -288,7 +284,7 @@ describe("fallback and failure policies", () => {
   test("fail_fast: stop launching, abort running siblings, compensate completed steps in reverse completion order", async () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)] });
-    const { events, view } = await collect(
+    const { events, view } = await settle(
       rt.run({
         onFailure: "fail_fast",
         steps: [
@@ -315,7 +311,7 @@ describe("events", () => {
   test("numbered 1..n without gaps, persisted, and replayable from any point", async () => {
     const rt = createRuntime();
     const h = rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } }] });
-    const { events, view } = await collect(h);
+    const { events, view } = await settle(h);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.map((e) => e.type)).toEqual(["planning_started", "planning_completed", "step_started", "step_completed", "step_started", "step_completed", "run_completed"]);
     expect(await rt.events(view.runId)).toEqual(events);
@@ -325,7 +321,7 @@ describe("events", () => {
 
   test("the run view exports the plan graph as nodes, edges and Mermaid", async () => {
     const rt = createRuntime();
-    const { view } = await collect(rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } }] }));
+    const { view } = await settle(rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } }] }));
     expect(view.graph.nodes).toEqual([{ id: "a", skillName: "core.pass", status: "completed" }, { id: "b", skillName: "core.pass", status: "completed" }]);
     expect(view.graph.edges).toEqual([{ from: "a", to: "b" }]);
     expect(view.graph.mermaid).toContain("a --> b");
