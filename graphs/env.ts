@@ -6,7 +6,7 @@ import type { SkillLogger } from "../src/skills/contract.js";
 import type { SkillRegistry } from "../src/skills/registry.js";
 import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
-import type { IntentLog } from "../src/store/run-store.js";
+import type { IntentLog } from "../src/store/intent-log.js";
 
 export interface RuntimeEnv {
   registry: SkillRegistry;

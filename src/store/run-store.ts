@@ -9,6 +9,9 @@ import type { RunStatus } from "../kernel/status.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { RunView } from "../runtime/view.js";
 import type { EventLog } from "./event-log.js";
+import type { IntentLog } from "./intent-log.js";
+
+export type { IntentLog } from "./intent-log.js";
 
 export interface NewRun {
   runId: string;
@@ -41,16 +44,6 @@ export class LeaseLostError extends Error {
     super(`lease on run ${runId} is no longer held by ${owner}`);
     this.name = "LeaseLostError";
   }
-}
-
-/**
- * Durable "this attempt may have started its effect" markers. Claimed right before a
- * non-idempotent side effect; a claim that already exists means an earlier process started
- * that attempt and died before its result was saved.
- */
-export interface IntentLog {
-  /** true: newly claimed (go ahead); false: claimed before (the attempt is in doubt). */
-  claimIntent(runId: string, stepId: string, attempt: number, owner?: string): Promise<boolean>;
 }
 
 export interface RunStore extends EventLog, IntentLog {
