@@ -120,6 +120,10 @@ export function makeCompensationNode(env: RuntimeEnv) {
       for (let attempt = 1; ; attempt++) {
         // each step is compensated at most once per execution of this node: attempt numbers pin the tasks
         const res = await callDurable(config, `compensate.${c.id}`, c.index, Slot.compensation(attempt), async () => {
+          // LangGraph saves a task's result asynchronously; our own marker is written before the
+          // walk moves on, so a crash right after a compensation never runs it a second time
+          const doneKey = `${c.id}#compensated`;
+          if (await env.intents.hasIntent(runId, doneKey, 0)) return { ok: true as const };
           const signal = new AbortController().signal;
           const logger = env.logger(runId, c.id);
           const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, signal, logger, input: r.input, output: r.output };
@@ -131,6 +135,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
               const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, logger, signal, timeoutMs: c.step.timeoutMs });
               if (!a.ok) return { ok: false as const, error: a.error };
             }
+            await env.intents.claimIntent(runId, doneKey, 0);
             return { ok: true as const };
           } catch (e) {
             return { ok: false as const, error: toStepError(e) };

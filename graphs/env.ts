@@ -63,5 +63,8 @@ function memoryIntents(): IntentLog {
       seen.add(k);
       return true;
     },
+    async hasIntent(runId, stepId, attempt) {
+      return seen.has(`${runId}\u0000${stepId}\u0000${attempt}`);
+    },
   };
 }

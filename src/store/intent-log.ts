@@ -6,4 +6,5 @@
 export interface IntentLog {
   /** true: newly claimed (go ahead); false: claimed before (the attempt is in doubt). */
   claimIntent(runId: string, stepId: string, attempt: number, owner?: string): Promise<boolean>;
+  hasIntent(runId: string, stepId: string, attempt: number): Promise<boolean>;
 }

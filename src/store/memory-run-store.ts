@@ -135,6 +135,9 @@ export class MemoryRunStore implements RunStore {
     this.intents.add(k);
     return true;
   }
+  async hasIntent(runId: string, stepId: string, attempt: number): Promise<boolean> {
+    return this.intents.has(`${runId}\u0000${stepId}\u0000${attempt}`);
+  }
   async prunable(before: Date, limit: number): Promise<string[]> {
     return [...this.runs.values()]
       .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned)

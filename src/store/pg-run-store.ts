@@ -289,6 +289,11 @@ export class PgRunStore implements RunStore {
     return rowCount === 1;
   }
 
+  async hasIntent(runId: string, stepId: string, attempt: number): Promise<boolean> {
+    const { rowCount } = await this.db.pool.query(`SELECT 1 FROM ${table(this.db, "tool_chain_step_intents")} WHERE run_id = $1 AND step_id = $2 AND attempt = $3`, [runId, stepId, attempt]);
+    return rowCount === 1;
+  }
+
   async prunable(before: Date, limit: number): Promise<string[]> {
     const { rows } = await this.db.pool.query(
       `SELECT run_id FROM ${this.runs} WHERE finished_at < $1 AND checkpoint_pruned_at IS NULL
