@@ -46,6 +46,7 @@ if (suites.has("overhead")) {
   await overheadSuite(quick ? { steps: 200, reps: 3, bigSteps: 1_000, bigReps: 1 } : { steps: 1_000, reps: 7, bigSteps: 10_000, bigReps });
 }
 if (suites.has("durable")) await durableSuite({ quick });
+if (suites.has("api") || !process.env.BENCH_SUITES) await (await import("./api.js")).apiSuite({ quick });
 const totalS = round((now() - t0) / 1000, 1);
 log(`done in ${totalS} s (${maxListenerWarnings} MaxListenersExceededWarning suppressed)`);
 emitLine({ suite: "meta-end", totalSeconds: totalS, suppressedMaxListenersWarnings: maxListenerWarnings, loadavg: loadavg().map((x) => round(x, 2)) });

@@ -10,11 +10,17 @@
  *   worker                             execute queued runs and take over runs of dead processes
  *   prune --older-than-hours <n>       delete checkpoints of runs finished before that
  *   skills                             the skill manifest
+ *   serve                              the HTTP API + executor (npm start); TOOLCHAIN_ROLE=api: API only
+ *   keys create|list|revoke            API keys (src/cli/keys.ts)
  * Storage: DATABASE_URL (server Postgres) or embedded Postgres in TOOLCHAIN_DATA_DIR (./.data/pglite).
  */
 import { readFile } from "node:fs/promises";
 import type { RunEvent } from "../kernel/events.js";
+import { openLive } from "../live/index.js";
 import { openRuntime } from "../runtime/open.js";
+import { configFromEnv, startServer } from "../server/serve.js";
+import { PgAccessStore } from "../store/pg-access-store.js";
+import { keysCommand } from "./keys.js";
 import type { RunView } from "../runtime/view.js";
 import { demoPlan } from "./demo-plan.js";
 
@@ -42,7 +48,23 @@ async function printRun(h: { events: AsyncIterable<RunEvent>; result: Promise<Ru
 
 async function main(argv: string[]): Promise<number> {
   const [cmd = "demo", ...args] = argv;
-  const { runtime, close } = await openRuntime();
+  if (cmd === "serve") {
+    const srv = await startServer(configFromEnv());
+    await new Promise<void>((resolve) => {
+      const shutdown = () => void srv.close().then(resolve, resolve);
+      process.once("SIGINT", shutdown);
+      process.once("SIGTERM", shutdown);
+    });
+    return 0;
+  }
+  const { runtime, db, close } = await openRuntime();
+  if (cmd === "keys") {
+    try {
+      return await keysCommand(new PgAccessStore(db), args);
+    } finally {
+      await close();
+    }
+  }
   try {
     switch (cmd) {
       case "skills":
@@ -83,8 +105,15 @@ async function main(argv: string[]): Promise<number> {
       }
       case "worker": {
         const retention = process.env.TOOLCHAIN_CHECKPOINT_RETENTION_HOURS;
-        const stop = runtime.startWorker({ pollMs: Number(process.env.TOOLCHAIN_WORKER_POLL_MS ?? 1_000), ...(retention ? { retainCheckpointsMs: Number(retention) * 3_600_000 } : {}) });
+        // publish this worker's run changes to API processes (Redis) and invalidate their cached views
+        const live = await openLive({ store: runtime.store, db, redisUrl: process.env.REDIS_URL || undefined });
+        const stopWorker = runtime.startWorker({ pollMs: Number(process.env.TOOLCHAIN_WORKER_POLL_MS ?? 1_000), ...(retention ? { retainCheckpointsMs: Number(retention) * 3_600_000 } : {}) });
         console.error(`worker ${runtime.owner} polling for runs`);
+        const stop = async () => {
+          await stopWorker();
+          await runtime.drain();
+          await live.close();
+        };
         await new Promise<void>((resolve) => {
           const shutdown = () => void stop().then(resolve);
           process.once("SIGINT", shutdown);
@@ -93,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       default:
-        console.error(`unknown command "${cmd}". Commands: demo, run, validate, confirm, cancel, show, worker, prune, skills`);
+        console.error(`unknown command "${cmd}". Commands: serve, keys, demo, run, validate, confirm, cancel, show, worker, prune, skills`);
         return 2;
     }
   } finally {

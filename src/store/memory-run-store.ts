@@ -5,6 +5,8 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
 import { project } from "./projection.js";
 import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChangeListener, type RunPage, type RunSummary } from "./run-store.js";
+import type { RunStatus } from "../kernel/status.js";
 
 interface Entry {
   row: RunRow;
@@ -41,6 +43,11 @@ export class MemoryRunStore implements RunStore {
     return e ? { ...e.row } : undefined;
   }
   async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    const fresh = this.appendNow(runId, events, owner);
+    if (fresh.length) this.changed(runId, fresh);
+    return fresh;
+  }
+  private appendNow(runId: string, events: readonly EmittedEvent[], owner?: string): RunEvent[] {
     const e = this.get(runId);
     if (owner && e.row.leaseOwner !== owner) throw new LeaseLostError(runId, owner);
     const fresh: RunEvent[] = [];
@@ -59,6 +66,10 @@ export class MemoryRunStore implements RunStore {
     return (this.runs.get(runId)?.events ?? []).filter((x) => x.seq > after);
   }
   async sync(v: RunView, owner?: string): Promise<void> {
+    this.syncNow(v, owner);
+    this.changed(v.runId, []);
+  }
+  private syncNow(v: RunView, owner?: string): void {
     const e = this.get(v.runId);
     if (owner && e.row.leaseOwner !== null && e.row.leaseOwner !== owner) throw new LeaseLostError(v.runId, owner);
     e.view = structuredClone(v);
@@ -148,6 +159,50 @@ export class MemoryRunStore implements RunStore {
     for (const id of runIds) {
       const e = this.runs.get(id);
       if (e) e.row.checkpointPruned = true;
+    }
+  }
+
+  async listRuns(q: ListRunsQuery): Promise<RunPage> {
+    const after = q.cursor ? decodeRunCursor(q.cursor) : undefined;
+    const key = (e: Entry) => BigInt(e.createdAt.getTime()) * 1000n;
+    const newestFirst = (a: Entry, b: Entry) => (key(a) === key(b) ? (a.row.runId < b.row.runId ? 1 : -1) : key(a) < key(b) ? 1 : -1);
+    const statuses = q.statuses?.length ? new Set<RunStatus>(q.statuses) : undefined;
+    const all = [...this.runs.values()]
+      .filter((e) => e.row.workspaceId === q.workspaceId && (!statuses || statuses.has(e.row.status)))
+      .filter((e) => !after || key(e) < BigInt(after.t) || (key(e) === BigInt(after.t) && e.row.runId < after.runId))
+      .sort(newestFirst);
+    const page = all.slice(0, q.limit);
+    const last = page.at(-1);
+    const summary = (e: Entry): RunSummary => ({
+      runId: e.row.runId,
+      status: e.row.status,
+      traceId: e.row.traceId,
+      planId: e.row.plan.planId ?? null,
+      goal: e.row.plan.goal ?? null,
+      stepCount: e.row.plan.steps.length,
+      createdAt: e.createdAt.toISOString(),
+      updatedAt: e.view?.updatedAt ?? e.createdAt.toISOString(),
+      finishedAt: e.finishedAt?.toISOString() ?? null,
+    });
+    return { runs: page.map(summary), nextCursor: all.length > q.limit && last ? encodeRunCursor(key(last), last.row.runId) : null };
+  }
+  async countRuns(): Promise<Partial<Record<RunStatus, number>>> {
+    const out: Partial<Record<RunStatus, number>> = {};
+    for (const e of this.runs.values()) out[e.row.status] = (out[e.row.status] ?? 0) + 1;
+    return out;
+  }
+  private readonly watchers = new Set<RunChangeListener>();
+  onChange(listener: RunChangeListener): () => void {
+    this.watchers.add(listener);
+    return () => void this.watchers.delete(listener);
+  }
+  private changed(runId: string, events: readonly RunEvent[]): void {
+    for (const l of this.watchers) {
+      try {
+        l({ runId, events });
+      } catch {
+        // a watcher's failure is its own business
+      }
     }
   }
 }

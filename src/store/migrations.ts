@@ -79,6 +79,22 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (run_id, step_id, attempt)
     );`,
+    // 2: API access: workspaces (skill allowlist; NULL = every skill) and their keys (sha256 of the key only)
+    `CREATE TABLE ${t("tool_chain_workspaces")} (
+      workspace_id text PRIMARY KEY,
+      allowed_skills jsonb,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE ${t("tool_chain_api_keys")} (
+      key_id text PRIMARY KEY,
+      workspace_id text NOT NULL REFERENCES ${t("tool_chain_workspaces")} ON DELETE CASCADE,
+      key_sha256 text NOT NULL UNIQUE,
+      key_prefix text NOT NULL,
+      label text,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      revoked_at timestamptz
+    );
+    CREATE INDEX tool_chain_api_keys_ws ON ${t("tool_chain_api_keys")} (workspace_id);`,
   ];
 }
 

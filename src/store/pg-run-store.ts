@@ -11,8 +11,15 @@ import { exportPlanGraph } from "../plan/graph-export.js";
 import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
 import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
 
 type Tx = pg.PoolClient;
+
+/** Postgres channel every server-mode append notifies (payload: {"s": schema, "r": runId, "q": lastSeq}). */
+export const EVENTS_CHANNEL = "toolchain_events";
+
+/** Change watchers per database (pool): every PgRunStore on one database in this process tells the same watchers. */
+const watchers = new WeakMap<pg.Pool, Set<RunChangeListener>>();
 
 export class PgRunStore implements RunStore {
   private readonly runs: string;
@@ -78,6 +85,12 @@ export class PgRunStore implements RunStore {
   }
 
   async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    const fresh = await this.appendTx(runId, events, owner);
+    if (fresh.length) this.changed({ runId, events: fresh });
+    return fresh;
+  }
+
+  private async appendTx(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     if (!events.length) return [];
     return this.tx(async (c) => {
       const { rows } = await c.query(`SELECT last_seq, lease_owner, pending_confirmations FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
@@ -123,6 +136,8 @@ export class PgRunStore implements RunStore {
          WHERE run_id = $1`,
         [runId, seq, p.runStatus ?? null, JSON.stringify(p.pending)],
       );
+      // delivered to LISTENers when (and only if) this transaction commits
+      if (this.db.kind === "server") await c.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })]);
       return fresh;
     });
   }
@@ -140,6 +155,11 @@ export class PgRunStore implements RunStore {
   }
 
   async sync(v: RunView, owner?: string): Promise<void> {
+    await this.syncTx(v, owner);
+    this.changed({ runId: v.runId, events: [] });
+  }
+
+  private async syncTx(v: RunView, owner?: string): Promise<void> {
     await this.tx(async (c) => {
       const { rowCount } = await c.query(
         `UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
@@ -305,5 +325,63 @@ export class PgRunStore implements RunStore {
 
   async markPruned(runIds: string[]): Promise<void> {
     if (runIds.length) await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [runIds]);
+  }
+
+  async listRuns(q: ListRunsQuery): Promise<RunPage> {
+    const after = q.cursor ? decodeRunCursor(q.cursor) : undefined;
+    const params: unknown[] = [q.workspaceId, q.limit + 1];
+    let where = "workspace_id = $1";
+    if (q.statuses?.length) {
+      params.push(q.statuses);
+      where += ` AND status = ANY($${params.length}::text[])`;
+    }
+    if (after) {
+      params.push(after.t, after.runId);
+      where += ` AND (created_at, run_id) < (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length})`;
+    }
+    const { rows } = await this.db.pool.query(
+      `SELECT run_id, status, trace_id, plan->>'planId' AS plan_id, plan->>'goal' AS goal, jsonb_array_length(plan->'steps') AS step_count,
+         created_at, updated_at, finished_at, ((extract(epoch FROM created_at) * 1000000)::numeric(20,0))::text AS created_us
+       FROM ${this.runs} WHERE ${where} ORDER BY created_at DESC, run_id DESC LIMIT $2`,
+      params,
+    );
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      runs: page.map((r) => ({
+        runId: r.run_id,
+        status: r.status,
+        traceId: r.trace_id,
+        planId: r.plan_id,
+        goal: r.goal,
+        stepCount: Number(r.step_count),
+        createdAt: new Date(r.created_at).toISOString(),
+        updatedAt: new Date(r.updated_at).toISOString(),
+        finishedAt: r.finished_at ? new Date(r.finished_at).toISOString() : null,
+      })),
+      nextCursor: rows.length > q.limit && last ? encodeRunCursor(last.created_us, last.run_id) : null,
+    };
+  }
+
+  async countRuns(): Promise<Partial<Record<RunStatus, number>>> {
+    const { rows } = await this.db.pool.query<{ status: RunStatus; n: string }>(`SELECT status, count(*) AS n FROM ${this.runs} GROUP BY status`);
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
+  onChange(listener: RunChangeListener): () => void {
+    let set = watchers.get(this.db.pool);
+    if (!set) watchers.set(this.db.pool, (set = new Set()));
+    set.add(listener);
+    return () => void set.delete(listener);
+  }
+
+  private changed(c: RunChange): void {
+    for (const l of watchers.get(this.db.pool) ?? []) {
+      try {
+        l(c);
+      } catch {
+        // a watcher's failure is its own business
+      }
+    }
   }
 }

@@ -8,6 +8,7 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { RunView } from "../runtime/view.js";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { EventLog } from "./event-log.js";
 import type { IntentLog } from "./intent-log.js";
 
@@ -39,6 +40,61 @@ export interface RunRow {
 
 export type RecordDecisionResult = "recorded" | "duplicate" | "conflict";
 
+/** A run in a listing (no plan body: listings stay small). */
+export interface RunSummary {
+  runId: string;
+  status: RunStatus;
+  traceId: string;
+  planId: string | null;
+  goal: string | null;
+  stepCount: number;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+export interface ListRunsQuery {
+  workspaceId: string;
+  /** Only runs in one of these statuses. */
+  statuses?: readonly RunStatus[];
+  /** 1..1000 */
+  limit: number;
+  /** From a previous page's `nextCursor`. */
+  cursor?: string;
+}
+
+export interface RunPage {
+  runs: RunSummary[];
+  /** Opaque; absent on the last page. */
+  nextCursor: string | null;
+}
+
+/** What changed a run, told to in-process watchers after the change committed. */
+export interface RunChange {
+  runId: string;
+  /** Newly appended events (empty for a projection sync at the end of a drive). */
+  events: readonly RunEvent[];
+}
+export type RunChangeListener = (change: RunChange) => void;
+
+/**
+ * Keyset cursor over (created_at, run_id), newest first. `t` is the creation time in
+ * microseconds since the epoch (Postgres keeps microseconds; a millisecond cursor would skip or
+ * repeat runs created within one millisecond).
+ */
+export function encodeRunCursor(t: bigint | number | string, runId: string): string {
+  return Buffer.from(JSON.stringify([String(t), runId])).toString("base64url");
+}
+export function decodeRunCursor(cursor: string): { t: string; runId: string } {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,20}$/.test(v[0]) && typeof v[1] === "string") return { t: v[0], runId: v[1] };
+  } catch {
+    // fall through
+  }
+  throw new ToolchainError(ErrorCode.INVALID_QUERY, "cursor is not one this server returned");
+}
+
 export class LeaseLostError extends Error {
   constructor(readonly runId: string, readonly owner: string) {
     super(`lease on run ${runId} is no longer held by ${owner}`);
@@ -68,6 +124,15 @@ export interface RunStore extends EventLog, IntentLog {
   /** Terminal runs finished before `before` whose checkpoints still exist. */
   prunable(before: Date, limit: number): Promise<string[]>;
   markPruned(runIds: string[]): Promise<void>;
+  /** The workspace's runs, newest first, keyset-paginated on (created_at, run_id). */
+  listRuns(q: ListRunsQuery): Promise<RunPage>;
+  /** How many runs are in each status (every workspace). */
+  countRuns(): Promise<Partial<Record<RunStatus, number>>>;
+  /**
+   * Watch changes committed through any store on this storage in this process (appends and
+   * syncs). Other processes learn of them through src/live (Postgres NOTIFY or Redis).
+   */
+  onChange(listener: RunChangeListener): () => void;
 }
 
 /** Two decisions are the same when they decide, edit and comment alike (the time does not count). */

@@ -8,6 +8,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openRuntime } from "../../src/runtime/open.js";
 import { MemoryRunStore } from "../../src/store/memory-run-store.js";
 import { PgRunStore } from "../../src/store/pg-run-store.js";
+import type { Database } from "../../src/store/db.js";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.js";
 
 type Opts = Omit<RuntimeOptions, "checkpointer" | "store">;
@@ -15,9 +16,9 @@ type Opts = Omit<RuntimeOptions, "checkpointer" | "store">;
 export interface Backend {
   name: string;
   /** Fresh runtime with isolated storage; call the returned close when done. */
-  open(opts?: Opts): Promise<{ runtime: Runtime; close(): Promise<void>; schema?: string }>;
+  open(opts?: Opts): Promise<{ runtime: Runtime; close(): Promise<void>; schema?: string; db?: Database }>;
   /** Two runtimes (distinct owners, like two processes) on the same storage. */
-  openPair(opts?: Opts): Promise<{ a: Runtime; b: Runtime; close(): Promise<void> }>;
+  openPair(opts?: Opts): Promise<{ a: Runtime; b: Runtime; close(): Promise<void>; db?: Database }>;
 }
 
 export const serverUrl = process.env.DATABASE_URL || undefined;
@@ -48,6 +49,7 @@ export const postgresBackend: Backend = {
     return {
       runtime: o.runtime,
       schema,
+      db: o.db,
       async close() {
         await o.runtime.drain();
         if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
@@ -60,6 +62,7 @@ export const postgresBackend: Backend = {
     const o = await openRuntime({ ...opts, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 6 });
     const b = new Runtime({ ...opts, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b" });
     return {
+      db: o.db,
       a: o.runtime,
       b,
       async close() {

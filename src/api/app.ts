@@ -1,0 +1,111 @@
+/**
+ * The HTTP API: `createApp({ runtime, auth })` → an Express 5 app with thin routes over the
+ * Runtime. Routes live one concern per file (runs, skills, ops); errors map to HTTP in errors.ts.
+ *
+ *   const { app, close } = createApp({ runtime, auth: cachedAuthenticator(accessStore) });
+ *   const server = app.listen(8080);
+ */
+import express, { type Express, type RequestHandler } from "express";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { localLive, type Live } from "../live/index.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
+import { errorHandler, notFound } from "./errors.js";
+import { createMetrics, type ApiMetrics } from "./metrics.js";
+import { opsRouter } from "./ops.js";
+import { RunService, type Execution, type Planner } from "./run-service.js";
+import { runsRouter } from "./runs.js";
+import { skillsRouter } from "./skills.js";
+import type { SseOptions, SseStream } from "./sse.js";
+
+export interface AppLimits {
+  /** Largest accepted request body. @default 1 MiB */
+  bodyBytes?: number;
+  /** Per API key, per process; 0 disables. @default 600 */
+  requestsPerMinute?: number;
+  /** A request that waits for a run answers 202 with the current view after this long. @default 300000 */
+  maxWaitMs?: number;
+}
+
+export interface AppOptions {
+  runtime: Runtime;
+  auth: Authenticator;
+  /** Signals, followers and view cache. @default in-process only (see src/live) */
+  live?: Live;
+  /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
+  execution?: Execution;
+  planner?: Planner;
+  /** Readiness probe (e.g. `SELECT 1`). @default always ready */
+  ready?: () => Promise<void>;
+  limits?: AppLimits;
+  sse?: SseOptions;
+  /** Prometheus metrics at /metrics. @default true */
+  metrics?: boolean;
+  /** Errors that answered 500 (bugs). @default console.error */
+  onInternalError?: (e: unknown) => void;
+}
+
+export interface ApiApp {
+  app: Express;
+  live: Live;
+  metrics?: ApiMetrics;
+  /** Ends open event streams and stops followers (call before closing the HTTP server). */
+  close(): Promise<void>;
+}
+
+/** A request body must be JSON (or absent). */
+const jsonOnly: RequestHandler = (req, _res, next) => {
+  const hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0");
+  if (hasBody && !req.is(["application/json", "application/*+json"])) {
+    throw new ToolchainError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `request body must be application/json, got ${req.get("content-type") ?? "no content type"}`);
+  }
+  next();
+};
+
+export function createApp(opts: AppOptions): ApiApp {
+  const { runtime } = opts;
+  const live = opts.live ?? localLive(runtime.store);
+  const ownsLive = !opts.live;
+  const streams = new Set<SseStream>();
+  const metrics = opts.metrics === false ? undefined : createMetrics(runtime.store, { openStreams: () => streams.size });
+  const limits = opts.limits ?? {};
+  const service = new RunService({
+    runtime,
+    feeds: live.feeds,
+    cache: live.cache,
+    execution: opts.execution ?? "inline",
+    planner: opts.planner,
+    maxWaitMs: limits.maxWaitMs ?? 300_000,
+  });
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  if (metrics) {
+    app.use((req, res, next) => {
+      const end = metrics.httpDuration.startTimer();
+      res.on("finish", () => {
+        if (String(res.getHeader("content-type") ?? "").startsWith("text/event-stream")) return;
+        end({ method: req.method, route: (req.route?.path as string | undefined) ?? "unmatched", status: String(res.statusCode) });
+      });
+      next();
+    });
+  }
+  app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics }));
+  app.use("/api", requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }));
+  app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
+  app.use(skillsRouter(runtime));
+  app.use(notFound);
+  app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
+
+  return {
+    app,
+    live,
+    metrics,
+    async close() {
+      for (const s of [...streams]) s.end();
+      metrics?.close();
+      if (ownsLive) await live.close();
+    },
+  };
+}

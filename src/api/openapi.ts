@@ -1,0 +1,135 @@
+/**
+ * /openapi.json (OpenAPI 3.1), generated from the zod schemas the routes parse and the response
+ * schemas the tests hold the server to (zod 4's own JSON Schema output: OpenAPI 3.1 schemas are
+ * JSON Schema 2020-12).
+ */
+import { z } from "zod";
+import { ToolChainPlanSchema } from "../plan/schema.js";
+import {
+  CancelRequestSchema,
+  ConfirmRequestSchema,
+  ErrorResponseSchema,
+  EventsResponseSchema,
+  HealthResponseSchema,
+  RunEventSchema,
+  RunListResponseSchema,
+  RunRequestSchema,
+  RunStatusSchema,
+  RunViewSchema,
+  SkillsResponseSchema,
+} from "./schemas.js";
+
+type Meta = { id: string };
+
+function components(entries: [z.ZodType, string][], io: "input" | "output"): Record<string, unknown> {
+  const reg = z.registry<Meta>();
+  for (const [schema, id] of entries) reg.add(schema, { id });
+  const { schemas } = z.toJSONSchema(reg, { io, uri: (id) => `#/components/schemas/${id}`, unrepresentable: "any" });
+  for (const s of Object.values(schemas)) {
+    delete (s as Record<string, unknown>).$schema;
+    delete (s as Record<string, unknown>).$id;
+  }
+  return schemas;
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (id: string, description: string) => ({ description, content: { "application/json": { schema: ref(id) } } });
+const sse = { description: "text/event-stream of run events: `id:` seq, `event:` type, `data:` a RunEvent as JSON", content: { "text/event-stream": { schema: { type: "string" } } } };
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), json("Error", ERROR_TEXT[s] ?? "error")]));
+const ERROR_TEXT: Record<number, string> = {
+  400: "invalid request (INVALID_JSON, INVALID_BODY, INVALID_QUERY) or plan (PLAN_CYCLE, UNKNOWN_SKILL, SKILL_NOT_ALLOWED, ...)",
+  401: "UNAUTHORIZED: missing, unknown or revoked API key",
+  404: "RUN_NOT_FOUND (also for another workspace's run) or NOT_FOUND",
+  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
+  429: "TOO_MANY_REQUESTS for this key (see Retry-After)",
+  501: "PLANNER_NOT_CONFIGURED",
+  503: "NOT_READY",
+};
+const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
+const common = errors(401, 429);
+const body = (id: string, required = true) => ({ required, content: { "application/json": { schema: ref(id) } } });
+const runResponses = { "200": json("RunView", "the run is terminal or waits for confirmation"), "202": json("RunView", "accepted (`wait: false`, or still running after the server's wait limit)") };
+
+export function openApiDocument(opts: { version?: string; serverUrl?: string } = {}): Record<string, unknown> {
+  const requests = components(
+    [
+      [RunRequestSchema.extend({ plan: ToolChainPlanSchema.optional().describe("The plan to validate and run.") }), "RunRequest"],
+      [ConfirmRequestSchema, "ConfirmRequest"],
+      [CancelRequestSchema, "CancelRequest"],
+    ],
+    "input",
+  );
+  const responses = components(
+    [
+      [RunViewSchema, "RunView"],
+      [RunEventSchema, "RunEvent"],
+      [EventsResponseSchema, "EventList"],
+      [RunListResponseSchema, "RunList"],
+      [SkillsResponseSchema, "SkillList"],
+      [ErrorResponseSchema, "Error"],
+      [HealthResponseSchema, "Health"],
+      [RunStatusSchema, "RunStatus"],
+    ],
+    "output",
+  );
+  return {
+    openapi: "3.1.0",
+    info: { title: "toolchain runtime API", version: opts.version ?? "0.1.0", description: "Run tool-chain plans, follow their events live, confirm and cancel steps." },
+    ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
+    security: [{ bearer: [] }],
+    paths: {
+      "/api/tool-chains/run": {
+        post: { operationId: "run", summary: "Validate and run a plan (or plan a request)", requestBody: body("RunRequest"), responses: { ...runResponses, ...errors(400, 413, 415, 501), ...common } },
+      },
+      "/api/tool-chains/stream": {
+        post: { operationId: "stream", summary: "Run a plan, streaming its events until it is terminal or waits", requestBody: body("RunRequest"), responses: { "200": sse, ...errors(400, 413, 415, 501), ...common } },
+      },
+      "/api/tool-chains/runs": {
+        get: {
+          operationId: "listRuns",
+          summary: "The workspace's runs, newest first",
+          parameters: [
+            { name: "status", in: "query", required: false, schema: { type: "string" }, description: "comma-separated run statuses" },
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } },
+            { name: "cursor", in: "query", required: false, schema: { type: "string" }, description: "nextCursor of the previous page" },
+          ],
+          responses: { "200": json("RunList", "a page of runs"), ...errors(400), ...common },
+        },
+      },
+      "/api/tool-chains/runs/{runId}": {
+        get: { operationId: "getRun", summary: "The run view", parameters: [runId], responses: { "200": json("RunView", "the run"), ...errors(404), ...common } },
+      },
+      "/api/tool-chains/runs/{runId}/events": {
+        get: {
+          operationId: "runEvents",
+          summary: "Stored events after `after`; with Accept: text/event-stream, then live until the run is terminal (honours Last-Event-ID)",
+          parameters: [
+            runId,
+            { name: "after", in: "query", required: false, schema: { type: "integer", minimum: 0, default: 0 } },
+            { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "SSE resume point (takes precedence over `after`)" },
+          ],
+          responses: { "200": { description: "events", content: { "application/json": { schema: ref("EventList") }, "text/event-stream": sse.content["text/event-stream"] } }, "204": { description: "SSE: the run is finished and the client has every event" }, ...errors(400, 404), ...common },
+        },
+      },
+      "/api/tool-chains/runs/{runId}/confirm": {
+        post: { operationId: "confirm", summary: "Decide a step that waits for confirmation; the run resumes", parameters: [runId], requestBody: body("ConfirmRequest"), responses: { ...runResponses, ...errors(400, 404, 409, 413, 415), ...common } },
+      },
+      "/api/tool-chains/runs/{runId}/cancel": {
+        post: { operationId: "cancel", summary: "Cancel the run (running steps are aborted, completed ones compensated)", parameters: [runId], requestBody: body("CancelRequest", false), responses: { ...runResponses, ...errors(400, 404, 413, 415), ...common } },
+      },
+      "/api/skills": {
+        get: { operationId: "skills", summary: "The workspace's skill manifest", responses: { "200": json("SkillList", "skills this workspace may use"), ...common } },
+      },
+      "/healthz": { get: { operationId: "health", summary: "The process is up", security: [], responses: { "200": json("Health", "up") } } },
+      "/readyz": { get: { operationId: "ready", summary: "The database is reachable", security: [], responses: { "200": json("Health", "ready"), ...errors(503) } } },
+      "/metrics": { get: { operationId: "metrics", summary: "Prometheus metrics", security: [], responses: { "200": { description: "text exposition format", content: { "text/plain": { schema: { type: "string" } } } } } } },
+      "/openapi.json": { get: { operationId: "openapi", summary: "This document", security: [], responses: { "200": { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } } } } },
+    },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "an API key (`toolchain keys create`)" } },
+      schemas: { ...requests, ...responses },
+    },
+  };
+}

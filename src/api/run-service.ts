@@ -1,0 +1,204 @@
+/**
+ * What the run routes do, over the Runtime, in one workspace's name. Returns tagged outcomes;
+ * src/api/runs.ts translates them to HTTP (OUTCOME_STATUS) and coded errors via errors.ts.
+ *
+ * Execution: "inline" runs execute in this process (the default single-process server);
+ * "queue" records them for worker processes (`toolchain worker`) and follows them through the
+ * store, for API-only processes.
+ */
+import { randomBytes } from "node:crypto";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
+import type { RunEvent } from "../kernel/events.js";
+import type { ToolChainPlanInput } from "../plan/schema.js";
+import type { RunHandle, Runtime } from "../runtime/runtime.js";
+import type { RunView } from "../runtime/view.js";
+import { skillMatcher, type Principal } from "../store/access-store.js";
+import type { RunRow } from "../store/run-store.js";
+import { hasEnded, type RunFeeds } from "../live/feeds.js";
+import type { ViewCache } from "../live/view-cache.js";
+import type { ConfirmRequest, RunRequest } from "./schemas.js";
+import { currentView, present, type ApiRunView } from "./views.js";
+
+export type Execution = "inline" | "queue";
+
+/** Writes a plan from words (a later issue). Absent: autoPlan answers 501 PLANNER_NOT_CONFIGURED. */
+export type Planner = (request: string, opts: { context: unknown; memory: Record<string, unknown>; principal: Principal; skills: string[] }) => Promise<ToolChainPlanInput>;
+
+export type Outcome = { kind: "settled"; view: ApiRunView } | { kind: "accepted"; view: ApiRunView };
+export const OUTCOME_STATUS: Record<Outcome["kind"], number> = { settled: 200, accepted: 202 };
+
+export interface RunServiceOptions {
+  runtime: Runtime;
+  feeds: RunFeeds;
+  execution: Execution;
+  planner?: Planner;
+  cache: ViewCache;
+  /** A waiting request answers 202 with the current view after this long. */
+  maxWaitMs: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** W3C traceparent's trace id when the caller sent one, else a fresh one. */
+export function traceIdFrom(traceparent: string | undefined): string {
+  const m = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/.exec(traceparent?.trim() ?? "");
+  return m && !/^0+$/.test(m[1]!) ? m[1]! : randomBytes(16).toString("hex");
+}
+
+/** Read the rest of a handle's events so nothing buffers for nobody. */
+function drain(events: AsyncIterator<RunEvent>): void {
+  void (async () => {
+    for (;;) if ((await events.next()).done) return;
+  })().catch(() => undefined);
+}
+
+const FINISHED_KEPT = 2_000;
+
+export class RunService {
+  /** Views of finished runs (immutable), most recent last. */
+  private readonly finished = new Map<string, { workspaceId: string; body: string }>();
+
+  constructor(private readonly o: RunServiceOptions) {}
+
+  get runtime(): Runtime {
+    return this.o.runtime;
+  }
+
+  /** The run, if it belongs to the caller's workspace; another workspace's run does not exist. */
+  async own(p: Principal, runId: string): Promise<RunRow> {
+    const row = runId.length <= 200 ? await this.runtime.store.getRow(runId) : undefined;
+    if (!row || row.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+    return row;
+  }
+
+  private async planOf(p: Principal, body: RunRequest): Promise<unknown> {
+    if (body.plan !== undefined) return body.plan;
+    if (!body.autoPlan || body.request === undefined) {
+      throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
+    }
+    if (!this.o.planner) throw new ToolchainError(ErrorCode.PLANNER_NOT_CONFIGURED, "no planner is configured on this server: send a `plan`");
+    const allow = skillMatcher(p.allowedSkills);
+    return this.o.planner(body.request, { context: body.context ?? {}, memory: body.memory ?? {}, principal: p, skills: this.runtime.registry.list().map((s) => s.name).filter((n) => !allow || allow(n)) });
+  }
+
+  /** Validate (throws with the plan's code, creating nothing) and start or queue the run. */
+  async start(p: Principal, body: RunRequest, traceId: string): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
+    const plan = await this.planOf(p, body);
+    const opts = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
+    if (this.o.execution === "queue") return { ...(await this.runtime.submit(plan, opts)), traceId };
+    const handle = this.runtime.run(plan, opts);
+    return { runId: handle.runId, traceId, handle };
+  }
+
+  async run(p: Principal, body: RunRequest, traceId: string): Promise<Outcome> {
+    const { runId, handle } = await this.start(p, body, traceId);
+    const wait = body.wait ?? true;
+    if (handle) {
+      const events = handle.events[Symbol.asyncIterator]();
+      if (!wait) {
+        // answer once the run is recorded and started (its first event is stored)
+        const first = await Promise.race([events.next(), handle.result.then(() => undefined)]);
+        if (first && !first.done) drain(events);
+        return { kind: "accepted", view: await this.view(p, runId, traceId) };
+      }
+      drain(events);
+      return this.settle(p, runId, () => handle.result, traceId);
+    }
+    if (!wait) return { kind: "accepted", view: await this.view(p, runId, traceId) };
+    return this.settle(p, runId, (signal) => this.followed(runId, signal), traceId);
+  }
+
+  /** The events of a new run until it is terminal or waits (POST /stream). */
+  async stream(p: Principal, body: RunRequest, traceId: string, signal: AbortSignal): Promise<AsyncIterable<RunEvent>> {
+    const { runId, handle } = await this.start(p, body, traceId);
+    if (handle) {
+      handle.result.catch(() => undefined);
+      return handle.events;
+    }
+    return this.o.feeds.follow(runId, { after: 0, until: "settled", signal });
+  }
+
+  async confirm(p: Principal, runId: string, body: ConfirmRequest): Promise<Outcome> {
+    const row = await this.own(p, runId);
+    const { wait, ...input } = body;
+    const handle = await this.runtime.confirm(runId, input);
+    return this.afterHandle(p, row, handle, wait ?? true);
+  }
+
+  async cancel(p: Principal, runId: string, body: { reason?: string; wait?: boolean }): Promise<Outcome> {
+    const row = await this.own(p, runId);
+    const handle = await this.runtime.cancel(runId, body.reason);
+    return this.afterHandle(p, row, handle, body.wait ?? true);
+  }
+
+  private async afterHandle(p: Principal, row: RunRow, handle: RunHandle, wait: boolean): Promise<Outcome> {
+    drain(handle.events[Symbol.asyncIterator]());
+    handle.result.catch(() => undefined);
+    if (!wait) return { kind: "accepted", view: await currentView(this.runtime, row) };
+    return this.settle(p, row.runId, () => handle.result, row.traceId);
+  }
+
+  async view(p: Principal, runId: string, traceId?: string): Promise<ApiRunView> {
+    const row = await this.own(p, runId);
+    return currentView(this.runtime, traceId ? { ...row, traceId } : row);
+  }
+
+  /** GET /runs/:id as a JSON body, from the cache when it is still current. */
+  async viewBody(p: Principal, runId: string): Promise<{ body: string; cache: "hit" | "miss" }> {
+    const done = this.finished.get(runId);
+    if (done) {
+      if (done.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      return { body: done.body, cache: "hit" };
+    }
+    const cached = await this.o.cache.lookup(runId);
+    if ("hit" in cached) {
+      if (cached.hit.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      return { body: cached.hit.body, cache: "hit" };
+    }
+    const row = await this.own(p, runId);
+    const view = await currentView(this.runtime, row);
+    const body = JSON.stringify(view);
+    if (TERMINAL_RUN.has(view.status) && !view.pendingConfirmations.length) {
+      // a finished run's view never changes again: keep the most recent ones in this process
+      if (this.finished.size >= FINISHED_KEPT) this.finished.delete(this.finished.keys().next().value!);
+      this.finished.set(runId, { workspaceId: row.workspaceId, body });
+    }
+    await this.o.cache.store(runId, cached.miss.version, row.workspaceId, body);
+    return { body, cache: "miss" };
+  }
+
+  private async settle(p: Principal, runId: string, result: (signal: AbortSignal) => Promise<RunView>, traceId: string): Promise<Outcome> {
+    let timer: NodeJS.Timeout | undefined;
+    const stop = new AbortController();
+    const timeout = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), this.o.maxWaitMs)));
+    try {
+      const pending = result(stop.signal);
+      pending.catch(() => undefined); // after a timeout nobody awaits it
+      const view = await Promise.race([pending, timeout]);
+      if (view) return { kind: "settled", view: present(view, traceId) };
+    } finally {
+      clearTimeout(timer);
+      stop.abort();
+    }
+    return { kind: "accepted", view: await this.view(p, runId, traceId) };
+  }
+
+  /** A run executed by a worker: its view once it is terminal or waits and the worker let go of it. */
+  private async followed(runId: string, signal: AbortSignal): Promise<RunView> {
+    while (!signal.aborted) {
+      const row = await this.runtime.store.getRow(runId);
+      if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      if (hasEnded("settled", row.status, 0)) {
+        // the executor writes the final projection, then releases its lease
+        if (!row.leaseOwner) return this.runtime.getRun(runId);
+        await sleep(20);
+        continue;
+      }
+      for await (const _ of this.o.feeds.follow(runId, { after: row.lastSeq, until: "settled", signal })) {
+        // only the end matters here
+      }
+    }
+    throw new ToolchainError(ErrorCode.INTERNAL, "stopped waiting");
+  }
+}

@@ -1,0 +1,94 @@
+/** The /api/tool-chains routes: parse, call the RunService, translate its outcome. */
+import { Router, type Response } from "express";
+import { ErrorCode } from "../kernel/errors.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
+import { principalOf } from "./auth.js";
+import { parseWith } from "./errors.js";
+import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
+import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, RunRequestSchema } from "./schemas.js";
+import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
+import type { RunFeeds } from "../live/feeds.js";
+
+export interface RunsRouterOptions {
+  service: RunService;
+  feeds: RunFeeds;
+  sse: SseOptions;
+  /** Open streams (ended on shutdown). */
+  streams: Set<SseStream>;
+}
+
+function respond(res: Response, o: Outcome): void {
+  if (o.kind === "accepted") res.setHeader("Location", `/api/tool-chains/runs/${encodeURIComponent(o.view.runId)}`);
+  res.status(OUTCOME_STATUS[o.kind]).json(o.view);
+}
+
+const wantsSse = (accept: string | undefined) => (accept ?? "").toLowerCase().includes("text/event-stream");
+
+export function runsRouter(o: RunsRouterOptions): Router {
+  const r = Router();
+  const { service } = o;
+  const open = (res: Response) => {
+    const sse = new SseStream(res, o.sse);
+    o.streams.add(sse);
+    sse.signal.addEventListener("abort", () => o.streams.delete(sse), { once: true });
+    return sse;
+  };
+
+  r.post("/api/tool-chains/run", async (req, res) => {
+    const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    respond(res, await service.run(principalOf(res), body, traceIdFrom(req.get("traceparent"))));
+  });
+
+  r.post("/api/tool-chains/stream", async (req, res) => {
+    const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    const stop = new AbortController();
+    // validation errors answer as JSON before the stream opens
+    const events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal);
+    const sse = open(res);
+    sse.signal.addEventListener("abort", () => stop.abort(), { once: true });
+    await pipeEvents(sse, events);
+  });
+
+  r.get("/api/tool-chains/runs", async (req, res) => {
+    const q = parseWith(ListRunsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
+    res.json(await service.runtime.store.listRuns({ workspaceId: principalOf(res).workspaceId, statuses: q.status, limit: q.limit, cursor: q.cursor }));
+  });
+
+  r.get("/api/tool-chains/runs/:runId", async (req, res) => {
+    const { body, cache } = await service.viewBody(principalOf(res), req.params.runId);
+    res.setHeader("X-Cache", cache);
+    res.type("application/json").send(body);
+  });
+
+  r.get("/api/tool-chains/runs/:runId/events", async (req, res) => {
+    const q = parseWith(EventsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
+    const row = await service.own(principalOf(res), req.params.runId);
+    if (!wantsSse(req.get("accept"))) {
+      const events = await service.runtime.events(row.runId, q.after);
+      res.json({ events: events.map(({ key: _key, ...e }) => e) });
+      return;
+    }
+    // a reconnecting EventSource sends the last id it saw
+    const lastId = req.get("last-event-id");
+    const after = lastId !== undefined && lastId.trim() !== "" ? parseWith(EventsQuerySchema.shape.after, lastId.trim(), ErrorCode.INVALID_QUERY, "Last-Event-ID") : q.after;
+    if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length && after >= row.lastSeq) {
+      // nothing more will come: 204 tells EventSource not to reconnect
+      res.status(204).end();
+      return;
+    }
+    const sse = open(res);
+    await streamFeed(sse, o.feeds, row.runId, { after, until: "terminal" });
+  });
+
+  r.post("/api/tool-chains/runs/:runId/confirm", async (req, res) => {
+    const body = parseWith(ConfirmRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    respond(res, await service.confirm(principalOf(res), req.params.runId, body));
+  });
+
+  r.post("/api/tool-chains/runs/:runId/cancel", async (req, res) => {
+    const body = parseWith(CancelRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
+    respond(res, await service.cancel(principalOf(res), req.params.runId, body));
+  });
+
+  return r;
+}

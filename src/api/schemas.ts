@@ -1,0 +1,149 @@
+/**
+ * The API's shapes as zod schemas: request bodies and queries are parsed with them, responses are
+ * described by them, and /openapi.json is generated from both (src/api/openapi.ts). The tests
+ * parse real responses with the response schemas, so the document cannot drift from the server.
+ */
+import { z } from "zod";
+import { ERROR_CODES } from "../kernel/errors.js";
+import { EventType } from "../kernel/events.js";
+import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
+import { ToolChainPlanSchema } from "../plan/schema.js";
+import { ConfirmInputSchema } from "../runtime/runtime.js";
+
+export const RUN_STATUSES = Object.values(RunStatus) as [RunStatus, ...RunStatus[]];
+export const RunStatusSchema = z.enum(RUN_STATUSES);
+
+// ---- requests -------------------------------------------------------------------------------
+
+export const RunRequestSchema = z
+  .object({
+    /** Validated by the runtime, so plan problems answer with their own codes (PLAN_CYCLE, ...). */
+    plan: z.unknown().optional().describe("A ToolChainPlan. With `plan`, the plan is validated and run."),
+    request: z.string().min(1).max(20_000).optional().describe("What to do, in words, for the planner (with `autoPlan: true`)."),
+    autoPlan: z.boolean().optional().describe("Let the planner write the plan from `request` (501 PLANNER_NOT_CONFIGURED until a planner is configured)."),
+    context: z.unknown().optional().describe("Read by `$ref: context.…` arguments."),
+    memory: z.record(z.string(), z.unknown()).optional().describe("Initial chain memory (`$ref: memory.…`)."),
+    wait: z.boolean().optional().describe("Default true: answer when the run is terminal or waits for confirmation. false: answer 202 at once."),
+  })
+  .strict();
+export type RunRequest = z.infer<typeof RunRequestSchema>;
+
+export const ConfirmRequestSchema = ConfirmInputSchema.extend({
+  wait: z.boolean().optional().describe("Default true: answer when the run is terminal or waits again. false: answer 202 at once."),
+}).strict();
+export type ConfirmRequest = z.infer<typeof ConfirmRequestSchema>;
+
+export const CancelRequestSchema = z
+  .object({
+    reason: z.string().max(2_000).optional(),
+    wait: z.boolean().optional().describe("Default true: answer when cancellation and compensation finished."),
+  })
+  .strict();
+
+const statusList = z.preprocess(
+  (v) => (v === undefined ? undefined : (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(",")).filter(Boolean)),
+  z.array(RunStatusSchema).optional(),
+);
+export const ListRunsQuerySchema = z.object({
+  status: statusList.describe("Only runs in these statuses (comma-separated or repeated)."),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(512).optional().describe("`nextCursor` of the previous page."),
+});
+
+export const EventsQuerySchema = z.object({
+  after: z.coerce.number().int().min(0).default(0).describe("Only events with a greater sequence number."),
+});
+
+// ---- responses ------------------------------------------------------------------------------
+
+export const ErrorResponseSchema = z.object({
+  error: z.object({
+    code: z.enum(ERROR_CODES),
+    message: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+
+const StepErrorSchema = z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional() });
+
+export const StepViewSchema = z.object({
+  stepId: z.string(),
+  skillName: z.string(),
+  status: z.enum(Object.values(StepStatus) as [StepStatus, ...StepStatus[]]),
+  dependsOn: z.array(z.string()),
+  attempts: z.number().int(),
+  input: z.unknown(),
+  output: z.unknown(),
+  error: StepErrorSchema.nullable(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  usedFallback: z.boolean(),
+  retrySuppressed: z.string().nullable(),
+  rollback: z.object({ status: z.enum(Object.values(RollbackStatus) as [RollbackStatus, ...RollbackStatus[]]), error: StepErrorSchema.nullable() }).nullable(),
+});
+
+export const PendingConfirmationSchema = z.looseObject({
+  stepId: z.string(),
+  skillName: z.string(),
+  arguments: z.unknown(),
+  preview: z.unknown(),
+  round: z.number().int().optional(),
+  inDoubt: z.boolean().optional(),
+});
+
+export const RunViewSchema = z.object({
+  runId: z.string(),
+  status: RunStatusSchema,
+  traceId: z.string(),
+  plan: ToolChainPlanSchema,
+  context: z.unknown(),
+  memory: z.record(z.string(), z.unknown()),
+  result: z.object({ outputs: z.record(z.string(), z.unknown()), memory: z.record(z.string(), z.unknown()) }).nullable(),
+  error: StepErrorSchema.nullable(),
+  steps: z.array(StepViewSchema),
+  pendingConfirmations: z.array(PendingConfirmationSchema),
+  graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering coloured by step status."),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const RunEventSchema = z.object({
+  runId: z.string(),
+  seq: z.number().int().min(1),
+  type: z.enum(Object.values(EventType) as [EventType, ...EventType[]]),
+  stepId: z.string().optional(),
+  at: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+
+export const EventsResponseSchema = z.object({ events: z.array(RunEventSchema) });
+
+export const RunSummarySchema = z.object({
+  runId: z.string(),
+  status: RunStatusSchema,
+  traceId: z.string(),
+  planId: z.string().nullable(),
+  goal: z.string().nullable(),
+  stepCount: z.number().int(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
+export const RunListResponseSchema = z.object({ runs: z.array(RunSummarySchema), nextCursor: z.string().nullable() });
+
+export const SkillManifestEntrySchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  inputSchema: z.unknown().describe("JSON Schema of the skill's arguments"),
+  outputSchema: z.unknown().optional().describe("JSON Schema of the skill's output"),
+  sideEffects: z.enum(["none", "read", "write", "external"]),
+  idempotent: z.boolean(),
+  parallelSafe: z.boolean(),
+  resource: z.object({ name: z.string(), limit: z.number().int() }).optional(),
+  requiresConfirmation: z.union([z.boolean(), z.literal("conditional")]),
+  compensable: z.boolean(),
+  previewable: z.boolean(),
+});
+export const SkillsResponseSchema = z.object({ skills: z.array(SkillManifestEntrySchema) });
+
+export const HealthResponseSchema = z.object({ status: z.string() });

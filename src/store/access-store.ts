@@ -1,0 +1,130 @@
+/**
+ * API access: workspaces (each with a skill allowlist) and their API keys. A key is shown once,
+ * when it is created; only its sha256 is stored (keys are 256 random bits, so a fast hash is
+ * enough: there is nothing to brute-force).
+ */
+import { createHash, randomBytes } from "node:crypto";
+
+export interface Workspace {
+  workspaceId: string;
+  /** Skill names or `pack.*` patterns; null: every registered skill. */
+  allowedSkills: string[] | null;
+  createdAt: string;
+}
+
+export interface ApiKeyInfo {
+  keyId: string;
+  workspaceId: string;
+  /** The key's first characters, to recognise it. */
+  prefix: string;
+  label: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** Who is calling: resolved from a key. */
+export interface Principal {
+  workspaceId: string;
+  keyId: string;
+  allowedSkills: string[] | null;
+}
+
+export interface AccessStore {
+  /** Creates the workspace if missing; sets its allowlist when `allowedSkills` is given (null: every skill). */
+  ensureWorkspace(workspaceId: string, opts?: { allowedSkills?: string[] | null }): Promise<Workspace>;
+  getWorkspace(workspaceId: string): Promise<Workspace | undefined>;
+  /** A new key (or `key`, a configured one, imported idempotently) for an existing workspace. */
+  createKey(workspaceId: string, opts?: { label?: string; key?: string }): Promise<{ key: string; info: ApiKeyInfo }>;
+  listKeys(workspaceId?: string): Promise<ApiKeyInfo[]>;
+  /** false when no such key (or already revoked). */
+  revokeKey(keyId: string): Promise<boolean>;
+  authenticate(key: string): Promise<Principal | undefined>;
+  countKeys(): Promise<number>;
+}
+
+export const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const KEY_PREFIX = "tck_";
+
+export function assertWorkspaceId(id: string): void {
+  if (!WORKSPACE_ID.test(id)) throw new TypeError(`Expected workspace id to match ${WORKSPACE_ID}, got "${id}"`);
+}
+
+export function assertSkillPatterns(list: readonly string[]): void {
+  for (const p of list) {
+    if (!/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/.test(p)) throw new TypeError(`Expected a skill name or "pack.*" pattern, got "${p}"`);
+  }
+}
+
+export function newApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString("base64url");
+}
+export function newKeyId(): string {
+  return `key_${randomBytes(6).toString("hex")}`;
+}
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
+}
+export function keyPrefix(key: string): string {
+  return key.slice(0, KEY_PREFIX.length + 6);
+}
+
+/** The allowlist as a predicate (undefined: everything allowed). `pack.*` matches a skill pack, `*` everything. */
+export function skillMatcher(allowed: readonly string[] | null): ((name: string) => boolean) | undefined {
+  if (allowed === null) return undefined;
+  const exact = new Set(allowed.filter((p) => !p.endsWith("*")));
+  const packs = allowed.filter((p) => p.endsWith(".*")).map((p) => p.slice(0, -1));
+  if (allowed.includes("*")) return undefined;
+  return (name) => exact.has(name) || packs.some((p) => name.startsWith(p));
+}
+
+/** In-process AccessStore: for library use and tests without a database. */
+export class MemoryAccessStore implements AccessStore {
+  private readonly workspaces = new Map<string, Workspace>();
+  private readonly keys = new Map<string, ApiKeyInfo & { hash: string }>();
+
+  async ensureWorkspace(workspaceId: string, opts: { allowedSkills?: string[] | null } = {}): Promise<Workspace> {
+    assertWorkspaceId(workspaceId);
+    if (opts.allowedSkills) assertSkillPatterns(opts.allowedSkills);
+    const ws = this.workspaces.get(workspaceId) ?? { workspaceId, allowedSkills: null, createdAt: new Date().toISOString() };
+    if (opts.allowedSkills !== undefined) ws.allowedSkills = opts.allowedSkills ? [...opts.allowedSkills] : null;
+    this.workspaces.set(workspaceId, ws);
+    return { ...ws };
+  }
+  async getWorkspace(workspaceId: string): Promise<Workspace | undefined> {
+    const ws = this.workspaces.get(workspaceId);
+    return ws ? { ...ws } : undefined;
+  }
+  async createKey(workspaceId: string, opts: { label?: string; key?: string } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+    if (!this.workspaces.has(workspaceId)) throw new TypeError(`workspace "${workspaceId}" does not exist`);
+    const key = opts.key ?? newApiKey();
+    const hash = hashApiKey(key);
+    const existing = [...this.keys.values()].find((k) => k.hash === hash);
+    if (existing) return { key, info: strip(existing) };
+    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null, hash };
+    this.keys.set(info.keyId, info);
+    return { key, info: strip(info) };
+  }
+  async listKeys(workspaceId?: string): Promise<ApiKeyInfo[]> {
+    return [...this.keys.values()].filter((k) => !workspaceId || k.workspaceId === workspaceId).map(strip);
+  }
+  async revokeKey(keyId: string): Promise<boolean> {
+    const k = this.keys.get(keyId);
+    if (!k || k.revokedAt) return false;
+    k.revokedAt = new Date().toISOString();
+    return true;
+  }
+  async authenticate(key: string): Promise<Principal | undefined> {
+    const hash = hashApiKey(key);
+    const k = [...this.keys.values()].find((x) => x.hash === hash && !x.revokedAt);
+    if (!k) return undefined;
+    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null };
+  }
+  async countKeys(): Promise<number> {
+    return [...this.keys.values()].filter((k) => !k.revokedAt).length;
+  }
+}
+
+function strip(k: ApiKeyInfo & { hash?: string }): ApiKeyInfo {
+  const { hash: _hash, ...info } = k;
+  return { ...info };
+}
