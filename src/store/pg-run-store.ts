@@ -92,14 +92,20 @@ export class PgRunStore implements RunStore {
 
   private async appendTx(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     if (!events.length) return [];
+    // Two statements inside the transaction (a lock-and-read, then one write with CTEs): every
+    // round trip here is paid per event batch, beside the checkpointer's own writes.
     return this.tx(async (c) => {
-      const { rows } = await c.query(`SELECT last_seq, lease_owner, pending_confirmations FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
+      const keys = events.map((e) => e.key);
+      const { rows } = await c.query(
+        `SELECT r.last_seq, r.lease_owner, r.pending_confirmations,
+           (SELECT coalesce(array_agg(e.key), '{}') FROM ${this.events} e WHERE e.run_id = $1 AND e.key = ANY($2::text[])) AS dups
+         FROM ${this.runs} r WHERE r.run_id = $1 FOR UPDATE OF r`,
+        [runId, keys],
+      );
       const run = rows[0];
       if (!run) throw new Error(`run ${runId} has no history row`);
       if (owner && run.lease_owner !== owner) throw new LeaseLostError(runId, owner);
-      const keys = events.map((e) => e.key);
-      const dup = await c.query<{ key: string }>(`SELECT key FROM ${this.events} WHERE run_id = $1 AND key = ANY($2::text[])`, [runId, keys]);
-      const seen = new Set(dup.rows.map((r) => r.key));
+      const seen = new Set<string>(run.dups as string[]);
       let seq = Number(run.last_seq);
       const fresh: RunEvent[] = [];
       for (const e of events) {
@@ -108,15 +114,15 @@ export class PgRunStore implements RunStore {
         fresh.push({ ...e, runId, seq: ++seq });
       }
       if (!fresh.length) return [];
-      await c.query(
-        `INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
-         SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)`,
-        [runId, JSON.stringify(fresh)],
-      );
       const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
-      if (p.steps.length) {
-        await c.query(
-          `UPDATE ${this.steps} s SET
+      const notify = this.db.kind === "server"; // delivered to LISTENers when (and only if) this commits
+      await c.query(
+        `WITH ins AS (
+           INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
+           SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)
+           RETURNING 1),
+         st AS (
+           UPDATE ${this.steps} s SET
              status = COALESCE(x.status, s.status),
              attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
              error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
@@ -125,19 +131,18 @@ export class PgRunStore implements RunStore {
              finished_at = COALESCE(x."finishedAt", s.finished_at),
              rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
              updated_at = now()
-           FROM jsonb_to_recordset($2::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
-           WHERE s.run_id = $1 AND s.step_id = x."stepId"`,
-          [runId, JSON.stringify(p.steps)],
-        );
-      }
-      await c.query(
-        `UPDATE ${this.runs} SET last_seq = $2, status = COALESCE($3, status), pending_confirmations = $4::jsonb, updated_at = now(),
-           finished_at = CASE WHEN $3 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
-         WHERE run_id = $1`,
-        [runId, seq, p.runStatus ?? null, JSON.stringify(p.pending)],
+           FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
+           WHERE s.run_id = $1 AND s.step_id = x."stepId"
+           RETURNING 1),
+         ru AS (
+           UPDATE ${this.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
+             finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
+           WHERE run_id = $1
+           RETURNING 1)
+         SELECT (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM ru) AS runs,
+           CASE WHEN $7::boolean THEN pg_notify($8, $9) END AS notified`,
+        [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), notify, EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })],
       );
-      // delivered to LISTENers when (and only if) this transaction commits
-      if (this.db.kind === "server") await c.query("SELECT pg_notify($1, $2)", [EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })]);
       return fresh;
     });
   }
