@@ -14,6 +14,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { abortableSleep } from "../skills/core/index.js";
 import { ErrorCode, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt } from "../src/kernel/execute-attempt.js";
 import { hasSideEffects, type Skill } from "../src/skills/contract.js";
 import { resolveArguments } from "../src/plan/refs.js";
@@ -57,7 +58,10 @@ export function makeCompensationNode(env: RuntimeEnv) {
     const runId = state.runId;
     const touched: Record<string, StepRecord> = {};
     const rec = (id: string) => touched[id] ?? state.steps[id]!;
-    const set = (id: string, patch: Partial<StepRecord>) => (touched[id] = { ...rec(id), ...patch });
+    const set = (id: string, patch: Partial<StepRecord>) => {
+      if (patch.status) assertStepTransition(id, rec(id).status, patch.status);
+      return (touched[id] = { ...rec(id), ...patch });
+    };
     const outputs: Record<string, unknown> = {};
     for (const [id, r] of Object.entries(state.steps)) if (r.status === "completed" || r.status === "rolled_back" || r.status === "rollback_failed") outputs[id] = r.output;
 

@@ -12,6 +12,7 @@ import { abortableSleep } from "../skills/core/index.js";
 import { AsyncQueue } from "../src/kernel/async-queue.js";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attempt.js";
 import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
 import type { StepStatus } from "../src/kernel/status.js";
@@ -66,7 +67,10 @@ export function makeSchedulerNode(env: RuntimeEnv) {
 
     const touched: Record<string, StepRecord> = {};
     const rec = (id: string): StepRecord => touched[id] ?? state.steps[id] ?? { status: "pending", attempts: 0 };
-    const set = (id: string, patch: Partial<StepRecord>) => (touched[id] = { ...rec(id), ...patch });
+    const set = (id: string, patch: Partial<StepRecord>) => {
+      if (patch.status) assertStepTransition(id, rec(id).status, patch.status);
+      return (touched[id] = { ...rec(id), ...patch });
+    };
     const outputs: Record<string, unknown> = {};
     for (const [id, r] of Object.entries(state.steps)) if (r.status === "completed" || r.status === "rolled_back" || r.status === "rollback_failed") outputs[id] = r.output;
     const memory: Record<string, unknown> = { ...state.memory };

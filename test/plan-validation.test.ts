@@ -180,3 +180,14 @@ describe("references", () => {
     expect(() => resolveArguments(JSON.parse('{"__proto__": {"x": 1}}'), { context: {}, memory: {}, steps: {} })).toThrow(/not allowed/);
   });
 });
+
+describe("status vocabulary", () => {
+  test("illegal step transitions throw; the legal ones used by recovery and rollback pass", async () => {
+    const { assertStepTransition } = await import("../src/kernel/status.js");
+    expect(() => assertStepTransition("a", "completed", "running")).toThrow("illegal transition for step a: completed -> running");
+    expect(() => assertStepTransition("a", "skipped", "completed")).toThrow("illegal transition for step a: skipped -> completed");
+    for (const [from, to] of [["waiting_confirmation", "completed"], ["rollback_failed", "completed"], ["retrying", "running"], ["running", "waiting_confirmation"]] as const) {
+      expect(() => assertStepTransition("a", from, to)).not.toThrow();
+    }
+  });
+});

@@ -48,11 +48,13 @@ export const TERMINAL_RUN: ReadonlySet<RunStatus> = new Set<RunStatus>([
 
 const STEP_TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   pending: ["running", "waiting_confirmation", "skipped", "cancelled", "failed"],
-  waiting_confirmation: ["running", "failed", "cancelled", "skipped"],
+  // completed: an approver marked a step in doubt as done
+  waiting_confirmation: ["running", "failed", "cancelled", "skipped", "completed"],
   running: ["completed", "failed", "retrying", "cancelled", "waiting_confirmation"],
   retrying: ["running", "failed", "cancelled"],
   completed: ["rolled_back", "rollback_failed"],
-  rollback_failed: ["rolled_back"],
+  // completed: an operator retries a failed compensation in strict mode
+  rollback_failed: ["rolled_back", "completed"],
   failed: [],
   skipped: [],
   cancelled: [],

@@ -65,10 +65,6 @@ export function collectRefs(value: unknown, at = "arguments"): ParsedRef[] {
   return out;
 }
 
-export function hasRefs(value: unknown): boolean {
-  return collectRefs(value).length > 0;
-}
-
 /** Read a path with own-property lookups only (no prototype walk). */
 export function readPath(root: unknown, path: readonly string[]): { found: true; value: unknown } | { found: false; missingAt: number } {
   let cur: unknown = root;

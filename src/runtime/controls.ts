@@ -30,9 +30,6 @@ export class RunControls implements DecisionInbox {
     if (!c) this.cancels.set(runId, (c = new AbortController()));
     c.abort(reason);
   }
-  isCancelled(runId: string): boolean {
-    return this.cancels.get(runId)?.signal.aborted ?? false;
-  }
   /** Forget a run that reached a terminal state. */
   release(runId: string): void {
     this.cancels.delete(runId);
