@@ -3,40 +3,14 @@
  * validated against the skill's input schema, a comment, and the actions for this kind of
  * decision. Sends through POST /runs/:id/confirm.
  */
-import { Validator, type OutputUnit } from "@cfworker/json-schema";
 import { ApiError, type ConfirmBody } from "../api.js";
 import type { Ctx } from "../context.js";
 import { h, replace, uid } from "../dom.js";
 import { actionsFor, KIND_LABEL, kindOf, type DecisionAction } from "../model/decisions.js";
 import { jsonEqual, pretty } from "../model/format.js";
 import type { PendingDecision, SkillInfo } from "../model/types.js";
+import { validateJson, type Validation } from "../model/validate.js";
 import { jsonBlock, valueView } from "./values.js";
-
-export interface Validation {
-  ok: boolean;
-  value?: unknown;
-  problems: string[];
-}
-
-/** Parses the editor's text and checks it against a JSON Schema (no code generation: CSP-safe). */
-export function validateJson(text: string, schema: unknown, opts: { object?: boolean; optional?: boolean } = {}): Validation {
-  if (opts.optional && text.trim() === "") return { ok: true, value: undefined, problems: [] };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    return { ok: false, problems: [`not valid JSON: ${(e as Error).message}`] };
-  }
-  if (opts.object && (typeof value !== "object" || value === null || Array.isArray(value))) return { ok: false, problems: ["must be a JSON object"] };
-  if (schema === undefined || schema === null) return { ok: true, value, problems: [] };
-  const { $schema: _drop, ...rest } = schema as Record<string, unknown>;
-  const r = new Validator(rest as never, "2020-12", false).validate(value);
-  if (r.valid) return { ok: true, value, problems: [] };
-  // the leaf errors say what is wrong; the others repeat "property X does not match"
-  const leaves = r.errors.filter((e: OutputUnit) => !["properties", "items", "allOf", "anyOf", "$ref", "additionalProperties"].includes(e.keyword) || r.errors.length === 1);
-  const msgs = [...new Set((leaves.length ? leaves : r.errors).map((e: OutputUnit) => `${e.instanceLocation.replace(/^#/, "") || "/"}: ${e.error}`))];
-  return { ok: false, problems: msgs.slice(0, 12) };
-}
 
 export interface DialogInput {
   runId: string;
@@ -134,7 +108,7 @@ export async function openDecisionDialog(ctx: Ctx, input: DialogInput): Promise<
     h("form", { method: "dialog", class: "dialog-body", onsubmit: (e: Event) => e.preventDefault() },
       h("header", {},
         h("h2", { id: titleId }, `${KIND_LABEL[kind]}: step ${pending.stepId}`),
-        h("p", { class: "muted" }, "Run ", h("a", { href: `#/runs/${encodeURIComponent(runId)}` }, runId), " · skill ", h("code", {}, pending.skillName), skill?.description ? ` · ${skill.description}` : ""),
+        h("p", { class: "muted" }, "Run ", h("a", { href: `#/runs/${encodeURIComponent(runId)}`, onclick: () => dlg.close() }, runId), " · skill ", h("code", {}, pending.skillName), skill?.description ? ` · ${skill.description}` : ""),
       ),
       explain,
       previewSection,

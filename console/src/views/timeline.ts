@@ -15,7 +15,8 @@ export function timelineView(t: Timeline, now: number, width: number): HTMLEleme
   const lanes = t.lanes.slice(0, TIMELINE_MAX_LANES);
   const end = Math.max(t.open ? now : (t.end ?? now), t.start + 1);
   const span = end - t.start;
-  const chartW = Math.max(240, width - LABEL_W - 16);
+  // room on the right for the last tick's label
+  const chartW = Math.max(220, width - LABEL_W - 44);
   const x = (ms: number) => LABEL_W + ((ms - t.start!) / span) * chartW;
   const height = AXIS_H + lanes.length * ROW_H + 4;
 
@@ -46,7 +47,7 @@ export function timelineView(t: Timeline, now: number, width: number): HTMLEleme
   });
   const note = t.lanes.length > lanes.length ? h("p", { class: "muted" }, `First ${lanes.length} of ${t.lanes.length} steps.`) : null;
   return h("div", { class: "tl-wrap" },
-    svg("svg", { class: "timeline", width: LABEL_W + chartW + 8, height, role: "img", "aria-label": `Timeline of ${t.lanes.length} steps over ${duration(span)}` }, axis, rows),
+    svg("svg", { class: "timeline", width: LABEL_W + chartW + 32, height, role: "img", "aria-label": `Timeline of ${t.lanes.length} steps over ${duration(span)}` }, axis, rows),
     h("ul", { class: "legend", "aria-label": "Timeline legend" },
       ["attempt", "backoff", "waiting", "compensation", "decision"].map((k) => h("li", {}, h("span", { class: `swatch tl-${k}` }), KIND_TEXT[k] ?? k)),
       h("li", {}, h("span", { class: "swatch tl-out-failed" }), "failed attempt"),
