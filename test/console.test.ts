@@ -305,8 +305,11 @@ describe(`run console in Chromium (${postgresBackend.name})`, { timeout: 120_000
     const page = await signedIn(`#/runs/${r.runId}`);
     await page.locator('.dag-node[data-step="out"][data-status="completed"]').waitFor();
     await page.getByRole("heading", { name: "<script>window.__xss = 3</script>" }).waitFor();
-    const details = page.locator('details.step[data-step="out"]');
-    await details.locator(":scope > summary").click();
+    // keyboard: a DAG node is a button; Enter opens its step's details
+    await page.locator('.dag-node[data-step="out"]').focus();
+    await page.keyboard.press("Enter");
+    const details = page.locator('details.step[data-step="out"][open]');
+    await details.waitFor();
     await details.getByTestId("output").locator("table.records td").getByText("<b>bold</b>", { exact: true }).waitFor();
     await details.getByTestId("output").locator("summary").click();
     await details.getByTestId("output").getByText("<script>window.__xss = 1</script>").first().waitFor();
@@ -314,6 +317,22 @@ describe(`run console in Chromium (${postgresBackend.name})`, { timeout: 120_000
     expect(await page.evaluate("window.__xss")).toBeUndefined();
     await page.locator('[data-testid=event-log] tr[data-type="step_completed"]').waitFor();
     expect(await cspViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it("cancels a running run from its page", async () => {
+    const started = await post("/api/tool-chains/run", { plan: { goal: "Long job", steps: [{ stepId: "long", skillName: "core.wait", arguments: { ms: 120_000 } }, { stepId: "later", skillName: "core.pass", dependsOn: ["long"], arguments: { value: 1 } }] }, wait: false });
+    expect(started.status).toBe(202);
+    const runId = started.body.runId as string;
+    const page = await signedIn(`#/runs/${runId}`);
+    await page.locator('.dag-node[data-step="long"][data-status="running"]').waitFor();
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await page.getByTestId("run-status").getByText("cancelled").waitFor();
+    await page.locator('.dag-node[data-step="long"][data-status="cancelled"]').waitFor();
+    await page.locator('.dag-node[data-step="later"][data-status="cancelled"]').waitFor();
+    await page.locator('[data-testid=timeline] rect.tl-attempt[data-step="long"][data-outcome="cancelled"]').waitFor();
+    expect((await view(runId)).status).toBe("cancelled");
     await page.close();
   });
 
