@@ -201,7 +201,10 @@ describe(`run console in Chromium (${postgresBackend.name})`, { timeout: 120_000
     await editor.fill(JSON.stringify(edited, null, 2));
     await dialog.getByText("Valid against the skill's schema.").waitFor();
     await dialog.getByLabel(/Comment/).fill("ok with a longer estimate");
+    const sent = page.waitForRequest((q) => q.method() === "POST" && q.url().endsWith(`/runs/${r.runId}/confirm`));
     await approve.click();
+    // exactly the edited arguments, for the wait the dialog was opened on
+    expect((await sent).postDataJSON()).toEqual({ stepId: "create", decision: "approve", arguments: edited, comment: "ok with a longer estimate", round: 0, wait: false });
     await dialog.waitFor({ state: "detached" });
 
     for (const id of ["prepare", "create", "report", "side"]) await node(id).and(page.locator('[data-status="completed"]')).waitFor();

@@ -15,6 +15,8 @@ export interface ConfirmBody {
   arguments?: Record<string, unknown>;
   output?: unknown;
   comment?: string;
+  /** The wait being answered (pendingConfirmations[].round): a stale dialog cannot answer a later wait. */
+  round?: number;
 }
 
 export class Api {

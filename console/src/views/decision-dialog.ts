@@ -59,6 +59,7 @@ export async function openDecisionDialog(ctx: Ctx, input: DialogInput): Promise<
   const send = async (a: DecisionAction, btn: HTMLButtonElement) => {
     if (a.sends && !validation.ok) return;
     const body: ConfirmBody = { stepId: pending.stepId, decision: a.decision };
+    if (typeof pending.round === "number") body.round = pending.round;
     if (a.sends === "arguments" && validation.value !== undefined && !jsonEqual(validation.value, original)) body.arguments = validation.value as Record<string, unknown>;
     if (a.sends === "output" && validation.value !== undefined) body.output = validation.value;
     if (comment.value.trim()) body.comment = comment.value.trim();
