@@ -59,6 +59,13 @@ export const decisionsView: View = (el, ctx) => {
     );
   };
 
+  // poll while the tab is visible and no dialog is open (rows would move under the approver)
+  function tick(): void {
+    if (stopped) return;
+    if (document.hidden || document.querySelector("dialog[open]")) timer = setTimeout(tick, POLL_MS);
+    else void load();
+  }
+
   async function load(): Promise<void> {
     clearTimeout(timer);
     if (busy) return;
@@ -89,7 +96,7 @@ export const decisionsView: View = (el, ctx) => {
     } finally {
       busy = false;
     }
-    if (!stopped) timer = setTimeout(() => void (document.hidden || document.querySelector("dialog[open]") ? (timer = setTimeout(() => void load(), POLL_MS)) : load()), POLL_MS);
+    if (!stopped) timer = setTimeout(tick, POLL_MS);
   }
 
   replace(el,

@@ -85,6 +85,12 @@ export const runsView: View = (el, ctx) => {
     more.hidden = !cursor;
     if (focused) body.querySelector<HTMLAnchorElement>(`tr[data-run="${CSS.escape(focused)}"] a`)?.focus();
   };
+  // poll while the tab is visible; a hidden tab only checks back
+  const tick = () => {
+    if (stopped) return;
+    if (document.hidden) timer = setTimeout(tick, POLL_MS);
+    else void load();
+  };
   const load = async () => {
     clearTimeout(timer);
     try {
@@ -105,7 +111,7 @@ export const runsView: View = (el, ctx) => {
     } catch (e) {
       if (!stopped) info.textContent = `Could not load runs: ${(e as Error).message}`;
     }
-    if (!stopped) timer = setTimeout(() => void (document.hidden ? (timer = setTimeout(() => void load(), POLL_MS)) : load()), POLL_MS);
+    if (!stopped) timer = setTimeout(tick, POLL_MS);
   };
   select.addEventListener("change", () => {
     filter = FILTERS.find((f) => f.value === select.value) ?? FILTERS[0]!;
