@@ -15,6 +15,8 @@ import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
 import { RunService, type Execution, type Planner } from "./run-service.js";
 import { runsRouter } from "./runs.js";
+import { consoleRouter } from "./console.js";
+import { securityHeaders } from "./security.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
 
@@ -41,6 +43,8 @@ export interface AppOptions {
   sse?: SseOptions;
   /** Prometheus metrics at /metrics. @default true */
   metrics?: boolean;
+  /** Serve the run console at /console. @default true */
+  console?: boolean;
   /** Errors that answered 500 (bugs). @default console.error */
   onInternalError?: (e: unknown) => void;
 }
@@ -81,6 +85,7 @@ export function createApp(opts: AppOptions): ApiApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  app.use(securityHeaders());
   if (metrics) {
     app.use((req, res, next) => {
       const end = metrics.httpDuration.startTimer();
@@ -91,6 +96,7 @@ export function createApp(opts: AppOptions): ApiApp {
       next();
     });
   }
+  if (opts.console !== false) app.use(consoleRouter());
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics }));
   app.use("/api", requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }));
   app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
