@@ -17,6 +17,15 @@ import { RunService, type Execution, type Planner } from "./run-service.js";
 import { runsRouter } from "./runs.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
+import { mcpHttp, principalFromExtra } from "../mcp/http.js";
+import { createToolchainMcpServer } from "../mcp/server.js";
+
+export interface McpOptions {
+  /** How long a confirmation asked through MCP elicitation waits for the user. @default 300000 */
+  elicitationTimeoutMs?: number;
+  /** An MCP session without requests for this long is closed. @default 1800000 */
+  sessionIdleMs?: number;
+}
 
 export interface AppLimits {
   /** Largest accepted request body. @default 1 MiB */
@@ -41,6 +50,8 @@ export interface AppOptions {
   sse?: SseOptions;
   /** Prometheus metrics at /metrics. @default true */
   metrics?: boolean;
+  /** The MCP endpoint at /mcp (false: off). @default {} */
+  mcp?: McpOptions | false;
   /** Errors that answered 500 (bugs). @default console.error */
   onInternalError?: (e: unknown) => void;
 }
@@ -92,9 +103,22 @@ export function createApp(opts: AppOptions): ApiApp {
     });
   }
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics }));
-  app.use("/api", requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }));
+  // one budget per key across /api and /mcp
+  const keyed = [requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] })];
+  app.use("/api", ...keyed);
   app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
   app.use(skillsRouter(runtime));
+  const mcpOpts = opts.mcp === false ? undefined : (opts.mcp ?? {});
+  const mcp =
+    mcpOpts &&
+    mcpHttp({
+      createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, planner: opts.planner, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
+      sessionIdleMs: mcpOpts.sessionIdleMs,
+    });
+  if (mcp) {
+    app.use("/mcp", ...keyed);
+    app.use(mcp.router);
+  }
   app.use(notFound);
   app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
 
@@ -104,6 +128,7 @@ export function createApp(opts: AppOptions): ApiApp {
     metrics,
     async close() {
       for (const s of [...streams]) s.end();
+      await mcp?.close();
       metrics?.close();
       if (ownsLive) await live.close();
     },

@@ -91,8 +91,10 @@ export class RunService {
     return { runId: handle.runId, traceId, handle };
   }
 
-  async run(p: Principal, body: RunRequest, traceId: string): Promise<Outcome> {
+  /** `onStart` learns the run id as soon as the run is recorded (e.g. to follow its events). */
+  async run(p: Principal, body: RunRequest, traceId: string, hooks?: { onStart?: (runId: string) => void }): Promise<Outcome> {
     const { runId, handle } = await this.start(p, body, traceId);
+    hooks?.onStart?.(runId);
     const wait = body.wait ?? true;
     if (handle) {
       const events = handle.events[Symbol.asyncIterator]();
