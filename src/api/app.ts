@@ -13,7 +13,7 @@ import { perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
 import { errorHandler, notFound } from "./errors.js";
 import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
-import { RunService, type Execution, type Planner } from "./run-service.js";
+import { RunService, type Execution } from "./run-service.js";
 import { runsRouter } from "./runs.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
@@ -34,7 +34,6 @@ export interface AppOptions {
   live?: Live;
   /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
   execution?: Execution;
-  planner?: Planner;
   /** Readiness probe (e.g. `SELECT 1`). @default always ready */
   ready?: () => Promise<void>;
   limits?: AppLimits;
@@ -74,7 +73,6 @@ export function createApp(opts: AppOptions): ApiApp {
     feeds: live.feeds,
     cache: live.cache,
     execution: opts.execution ?? "inline",
-    planner: opts.planner,
     maxWaitMs: limits.maxWaitMs ?? 300_000,
   });
 
