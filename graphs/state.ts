@@ -60,6 +60,8 @@ export const RunStateAnnotation = Annotation.Root({
   /** The validated plan (defaults applied). */
   plan: Annotation<ToolChainPlan>,
   context: Annotation<unknown>,
+  /** The run's workspace, for skills (SkillContext.workspaceId); absent in runs started before it existed. */
+  workspaceId: Annotation<string | undefined>,
   memory: Annotation<Record<string, unknown>>({ reducer: merge, default: () => ({}) }),
   steps: Annotation<Record<string, StepRecord>>({ reducer: merge, default: () => ({}) }),
   /** Step ids in the order they completed: compensation walks it backwards. */

@@ -44,6 +44,9 @@ export const ErrorCode = {
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   PLANNER_NOT_CONFIGURED: "PLANNER_NOT_CONFIGURED",
   NOT_READY: "NOT_READY",
+  // table store (skills/qtable)
+  TABLE_NOT_FOUND: "TABLE_NOT_FOUND",
+  TABLE_NAME_TAKEN: "TABLE_NAME_TAKEN",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];

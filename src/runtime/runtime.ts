@@ -124,10 +124,11 @@ export class Runtime {
     const compiled = this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
     const now = new Date(this.env.now()).toISOString();
-    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
+    const workspaceId = opts.workspaceId ?? "default";
+    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
     const created = this.store.createRun({
       runId,
-      workspaceId: opts.workspaceId ?? "default",
+      workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan: compiled.plan,
       context: input.context,
@@ -261,7 +262,7 @@ export class Runtime {
         input = new Command({ resume: { decisions } satisfies ResumeValue });
       } else if (!(snap.values as Partial<RunState>)?.runId) {
         const now = new Date(this.env.now()).toISOString();
-        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
+        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
       }
       try {
         // the lease was taken by claimRunnable; the drive renews and releases it
