@@ -43,7 +43,7 @@ export function makePlannerNode(env: RuntimeEnv) {
         context: state.context ?? {},
         memory: state.memory,
         allowSkill: allowed ? (name) => allowed.has(name) : undefined,
-        workspaceId: (state as { workspaceId?: string }).workspaceId,
+        workspaceId: state.workspaceId,
         signal: config.signal,
       });
       const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };

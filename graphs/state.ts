@@ -75,6 +75,8 @@ export const RunStateAnnotation = Annotation.Root({
   /** Set by the planner node when it wrote the plan. */
   planning: Annotation<PlanningRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   context: Annotation<unknown>,
+  /** The run's workspace, for skills (SkillContext.workspaceId); absent in runs started before it existed. */
+  workspaceId: Annotation<string | undefined>,
   memory: Annotation<Record<string, unknown>>({ reducer: merge, default: () => ({}) }),
   steps: Annotation<Record<string, StepRecord>>({ reducer: merge, default: () => ({}) }),
   /** Step ids in the order they completed: compensation walks it backwards. */

@@ -173,10 +173,11 @@ export class Runtime {
     const allowedSkills = this.allowedSkills(opts.allowSkill) ?? null;
     // the plan is written by the planner node; until then the run's plan is its request
     const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
-    const input: Partial<RunState> = { runId, plan, request, allowedSkills, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
+    const workspaceId = opts.workspaceId ?? "default";
+    const input: Partial<RunState> = { runId, plan, request, allowedSkills, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
     const created = this.store.createRun({
       runId,
-      workspaceId: opts.workspaceId ?? "default",
+      workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan,
       context: input.context,
@@ -190,10 +191,11 @@ export class Runtime {
     const compiled = this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
     const now = new Date(this.env.now()).toISOString();
-    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
+    const workspaceId = opts.workspaceId ?? "default";
+    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
     const created = this.store.createRun({
       runId,
-      workspaceId: opts.workspaceId ?? "default",
+      workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan: compiled.plan,
       context: input.context,
@@ -327,7 +329,7 @@ export class Runtime {
         input = new Command({ resume: { decisions } satisfies ResumeValue });
       } else if (!(snap.values as Partial<RunState>)?.runId) {
         const now = new Date(this.env.now()).toISOString();
-        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
+        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
         if (row!.planningInput) Object.assign(input, { request: row!.planningInput.request, allowedSkills: row!.planningInput.allowedSkills });
       }
       try {
