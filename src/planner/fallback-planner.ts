@@ -88,7 +88,7 @@ export function fallbackPlan(input: FallbackInput): FallbackPlan {
   const tasks = { $ref: "steps.split.tasks" };
   const estimates = { $ref: "steps.estimate.estimates" };
   const steps: ToolChainPlanInput["steps"] = [
-    { stepId: "split", skillName: FALLBACK_SKILLS.split, arguments: { goal: understood.goal }, description: "Split the goal into tasks with dependencies" },
+    { stepId: "split", skillName: FALLBACK_SKILLS.split, arguments: { goal: input.request.slice(0, 20_000) }, description: "Split the goal into tasks with dependencies" },
     { stepId: "estimate", skillName: FALLBACK_SKILLS.estimate, dependsOn: ["split"], arguments: { tasks }, description: "Estimate each task in days" },
   ];
   if (coords.table) {
@@ -98,7 +98,7 @@ export function fallbackPlan(input: FallbackInput): FallbackPlan {
   const warnings: PlanWarning[] = [];
   if (coords.table) {
     steps.push({
-      stepId: "records",
+      stepId: "create",
       skillName: FALLBACK_SKILLS.records,
       dependsOn: ["gantt", "schema"],
       arguments: { tableId: { $ref: coords.table.ref }, tasks, estimates, gantt: { $ref: "steps.gantt" } },
