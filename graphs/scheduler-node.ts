@@ -168,7 +168,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           callDurable(config, `preview.${id}`, c.index, Slot.preview, async () => {
             try {
               const p = preview
-                ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context })
+                ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context, workspaceId: state.workspaceId ?? "default" })
                 : null;
               return { ok: true as const, preview: p ?? null };
             } catch (e) {
@@ -197,6 +197,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           attempt,
           idempotencyKey: `${runId}:${c.id}`,
           context: state.context,
+          workspaceId: state.workspaceId,
           logger: env.logger(runId, c.id),
           signal: ctl.signal,
           timeoutMs: c.step.timeoutMs,
@@ -273,7 +274,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       stepCtls.set(c.id, ctl);
       track(
         callDurable(config, `fallback.${c.id}`, c.index, Slot.fallback, () =>
-          executeAttempt({ skill, args, runId, stepId: c.id, attempt: 1, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs }),
+          executeAttempt({ skill, args, runId, stepId: c.id, attempt: 1, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, workspaceId: state.workspaceId, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs }),
         ),
         (res) => ({ kind: "fallback", id: c.id, original: error, res }),
         (e) => ({ kind: "fallback", id: c.id, original: error, res: { ok: false, durationMs: 0, error: toStepError(e) } }),

@@ -13,6 +13,9 @@ import { postgresBackend } from "./helpers/backends.js";
 import { call, newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
 import { callTool, mcpClient } from "./helpers/mcp.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
+import { MemoryTableStore, qtableSkills } from "../skills/qtable/index.js";
+
+const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
 
 /** prep → pubA, pubB (both wait for confirmation) → after */
 const twoApprovals = (title: string) => ({
@@ -37,6 +40,8 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
   let keyA: string;
   let keyB: string;
   let ledger: EffectLedger;
+  let tables: MemoryTableStore;
+  let tableId: string;
   let close: () => Promise<void>;
   const clients: Client[] = [];
   const connect = async (...a: Parameters<typeof mcpClient>) => {
@@ -47,7 +52,9 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
 
   beforeAll(async () => {
     ledger = new EffectLedger();
-    const o = await postgresBackend.open({ skills: [approvalSkill(ledger)] });
+    tables = new MemoryTableStore();
+    tableId = (await tables.ensureWorkspace("ws-mcp-a")).id;
+    const o = await postgresBackend.open({ skills: [approvalSkill(ledger), ...qtableSkills({ store: tables })] });
     api = await serveApi(o.runtime, o.db);
     impatient = await serveApi(o.runtime, o.db, { live: api.live, access: api.access, mcp: { elicitationTimeoutMs: 200 } });
     keyA = await newKey(api.access, "ws-mcp-a");
@@ -216,15 +223,50 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     expect(ok.data).toMatchObject({ status: "completed", outputs: { x: 1 } });
   });
 
-  test("bad input is a tool error naming the field; plan_tool_chain without a planner answers PLANNER_NOT_CONFIGURED", async () => {
+  test("plan_tool_chain writes a plan (the server's planner, the workspace's skills) and runs nothing", async () => {
+    const client = await connect(api.url, keyA);
+    const r = await callTool(client, "plan_tool_chain", { request: REQUEST, context: { table: { id: tableId } } });
+    expect(r.result.isError).toBeFalsy();
+    expect(r.data.planner).toMatchObject({ kind: "fallback", fallbackReason: "not_configured" });
+    const skills = r.data.steps.map((s: { skillName: string }) => s.skillName);
+    expect(skills).toEqual(expect.arrayContaining(["qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.task.records.create"]));
+    expect(r.data.steps.find((s: { skillName: string }) => s.skillName === "qtable.task.records.create").requiresConfirmation).toBe(true);
+    expect(r.text).toContain("not run yet");
+    expect((await tables.listRecords("ws-mcp-a", tableId))!.records).toHaveLength(0);
+    expect((await call(api.url, "GET", "/api/tool-chains/runs?limit=100", { key: keyA })).body.runs.every((x: { goal: string | null }) => !x.goal?.includes("approval system"))).toBe(true);
+    // workspace B may not use the QTable skills: the planner cannot write a plan for it
+    const b = await connect(api.url, keyB);
+    const refused = await callTool(b, "plan_tool_chain", { request: REQUEST, context: { table: { id: tableId } } });
+    expect([refused.result.isError, refused.data.error.code]).toEqual([true, "PLANNING_FAILED"]);
+  });
+
+  test("run_tool_chain from a request: planned, run, the table write confirmed through elicitation, records created once", async () => {
+    const asked: string[] = [];
+    const client = await connect(api.url, keyA, { elicit: (q) => (asked.push(q.message), { action: "accept" }) });
+    const r = await callTool(client, "run_tool_chain", { request: REQUEST, context: { table: { id: tableId } } }, { progress: true });
+    expect(r.data.status).toBe("completed");
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain("qtable.task.records.create");
+    const created = (await tables.listRecords("ws-mcp-a", tableId))!.records;
+    expect(created.length).toBeGreaterThan(0);
+    const records = r.data.steps.find((s: { skillName: string }) => s.skillName === "qtable.task.records.create");
+    expect(records.status).toBe("completed");
+    // progress learnt the plan's size from the planner
+    expect(r.progress.at(-1)).toMatchObject({ total: 2 * r.data.steps.length, progress: 2 * r.data.steps.length });
+  });
+
+  test("bad input is a tool error naming the field", async () => {
     const client = await connect(api.url, keyA);
     const both = await client.callTool({ name: "run_tool_chain", arguments: { request: "x", plan: oneApproval("y") } });
     expect(both.isError).toBe(true);
     expect(JSON.stringify(both.content)).toContain("exactly one of `request` or `plan`");
     const cycle = await callTool(client, "run_tool_chain", { plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["b"] }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"] }] } });
     expect(cycle.data.error.code).toBe("PLAN_CYCLE");
-    const plan = await callTool(client, "plan_tool_chain", { request: "publish the weekly report" });
-    expect([plan.result.isError, plan.data.error.code]).toEqual([true, "PLANNER_NOT_CONFIGURED"]);
+    const unknown = await callTool(client, "get_tool_chain_run", { runId: "no-such-run" });
+    expect(unknown.data.error.code).toBe("RUN_NOT_FOUND");
+    const badDecision = await client.callTool({ name: "confirm_tool_chain_step", arguments: { runId: "r", stepId: "s", decision: "maybe" } });
+    expect(badDecision.isError).toBe(true);
+    expect(JSON.stringify(badDecision.content)).toContain("decision");
   });
 });
 

@@ -13,7 +13,7 @@ import { perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
 import { errorHandler, notFound } from "./errors.js";
 import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
-import { RunService, type Execution, type Planner } from "./run-service.js";
+import { RunService, type Execution } from "./run-service.js";
 import { runsRouter } from "./runs.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
@@ -43,7 +43,6 @@ export interface AppOptions {
   live?: Live;
   /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
   execution?: Execution;
-  planner?: Planner;
   /** Readiness probe (e.g. `SELECT 1`). @default always ready */
   ready?: () => Promise<void>;
   limits?: AppLimits;
@@ -85,7 +84,6 @@ export function createApp(opts: AppOptions): ApiApp {
     feeds: live.feeds,
     cache: live.cache,
     execution: opts.execution ?? "inline",
-    planner: opts.planner,
     maxWaitMs: limits.maxWaitMs ?? 300_000,
   });
 
@@ -112,7 +110,7 @@ export function createApp(opts: AppOptions): ApiApp {
   const mcp =
     mcpOpts &&
     mcpHttp({
-      createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, planner: opts.planner, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
+      createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
       sessionIdleMs: mcpOpts.sessionIdleMs,
     });
   if (mcp) {

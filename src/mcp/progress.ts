@@ -26,7 +26,7 @@ export class ProgressTracker {
   private readonly started = new Set<string>();
   private readonly finished = new Set<string>();
   private last = 0;
-  readonly total: number;
+  private total: number;
 
   /** `steps`: the run's steps as they are now (a tool call that continues a run starts from them). */
   constructor(steps: readonly { stepId: string; status: StepStatus }[]) {
@@ -44,6 +44,8 @@ export class ProgressTracker {
 
   /** The notification this event deserves, if it moved the run forward. */
   next(e: RunEvent): ProgressUpdate | undefined {
+    // a run started from a request learns its steps when the planner has written them
+    if (e.type === "planning_completed" && typeof e.data.steps === "number") this.total = 2 * e.data.steps;
     if (!e.stepId) return undefined;
     let message: string | undefined;
     if (e.type === "step_started") {

@@ -14,9 +14,8 @@ import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/proto
 import { ElicitResultSchema, type CallToolResult, type ServerNotification, type ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { ErrorCode, ToolchainError, isErrorCode } from "../kernel/errors.js";
 import type { RunFeeds } from "../live/feeds.js";
-import type { ToolChainPlanInput } from "../plan/schema.js";
-import { skillMatcher, type Principal } from "../store/access-store.js";
-import type { Outcome, Planner, RunService } from "../api/run-service.js";
+import type { Principal } from "../store/access-store.js";
+import type { Outcome, RunService } from "../api/run-service.js";
 import type { ApiRunView } from "../api/views.js";
 import { traceIdFrom } from "../api/run-service.js";
 import {
@@ -36,7 +35,6 @@ export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export interface McpToolsOptions {
   service: RunService;
   feeds: RunFeeds;
-  planner?: Planner;
   /** Who calls (HTTP: from the request's API key; stdio: the configured workspace). */
   principal: (extra: Extra) => Principal;
   /** How long one confirmation question waits for the user. @default 300000 */
@@ -152,21 +150,12 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
     return view;
   };
 
-  const planFor = async (p: Principal, request: string, context: Record<string, unknown> | undefined): Promise<ToolChainPlanInput> => {
-    if (!o.planner) throw new ToolchainError(ErrorCode.PLANNER_NOT_CONFIGURED, "no planner is configured on this server: write a `plan` and call run_tool_chain with it");
-    const allow = skillMatcher(p.allowedSkills);
-    const skills = service.runtime.registry.list().map((s) => s.name).filter((n) => !allow || allow(n));
-    return o.planner(request, { context: context ?? {}, memory: {}, principal: p, skills });
-  };
-
   server.registerTool(planToolChainTool.name, { ...planToolChainTool }, guarded(async (args, extra) => {
-    const p = o.principal(extra);
-    const plan = await planFor(p, args.request, args.context);
-    // the planner's plan is checked like any other (allowlist included) before anyone runs it
-    service.runtime.validate(plan, { context: args.context, allowSkill: skillMatcher(p.allowedSkills) });
+    // the same planner as POST /api/tool-chains/plan: the workspace's allowlist, a validated plan
+    const out = await service.plan(o.principal(extra), { request: args.request, context: args.context });
     const registry = service.runtime.registry;
     // a skill that decides per arguments ("conditional") may ask: say so
-    const r = toPlanResult(plan, (name, flag) => flag ?? Boolean(registry.get(name)?.requiresConfirmation));
+    const r = toPlanResult(out, (name, flag) => flag ?? Boolean(registry.get(name)?.requiresConfirmation));
     return { structuredContent: r, content: [{ type: "text", text: planSummary(r) }] };
   }));
 

@@ -106,7 +106,13 @@ export type ToolChainRunResult = z.infer<typeof ToolChainRunResultSchema>;
 
 export const PlanToolChainResultSchema = z.object({
   plan: ToolChainPlanSchema.describe("The plan: pass it to run_tool_chain as `plan` (edit it first if needed)."),
-  steps: z.array(z.object({ stepId: z.string(), skillName: z.string(), dependsOn: z.array(z.string()), requiresConfirmation: z.boolean() })),
+  planner: z.looseObject({
+    kind: z.enum(["llm", "fallback"]).describe("llm: a model wrote the plan; fallback: the deterministic planner did"),
+    model: z.string().optional(),
+    fallbackReason: z.string().optional(),
+  }),
+  warnings: z.array(z.looseObject({ code: z.string(), stepId: z.string().optional(), message: z.string() })).describe("Changes the runtime made to the written plan, or notes about it"),
+  steps: z.array(z.object({ stepId: z.string(), skillName: z.string(), dependsOn: z.array(z.string()), requiresConfirmation: z.boolean() })).describe("The plan in outline"),
 });
 export type PlanToolChainResult = z.infer<typeof PlanToolChainResultSchema>;
 

@@ -4,6 +4,7 @@
  */
 import type { RunView } from "../runtime/view.js";
 import { ToolChainPlanSchema, type ToolChainPlanInput } from "../plan/schema.js";
+import type { PlanningOutcome } from "../planner/index.js";
 import type { PendingStep, PlanToolChainResult, ToolChainRunResult } from "./definitions.js";
 
 type ViewLike = Pick<RunView, "runId" | "status" | "plan" | "steps" | "pendingConfirmations" | "result" | "error">;
@@ -62,19 +63,23 @@ export function runSummary(r: ToolChainRunResult): string {
   return lines.join("\n");
 }
 
-/** A plan as the planner wrote it → the normalised plan (defaults filled in) and its outline. */
-export function toPlanResult(plan: ToolChainPlanInput, requiresConfirmation: (skillName: string, stepFlag: boolean | undefined) => boolean): PlanToolChainResult {
-  const parsed = ToolChainPlanSchema.parse(plan);
+/** A planner's outcome → the normalised plan (defaults filled in), who wrote it, and its outline. */
+export function toPlanResult(out: Pick<PlanningOutcome, "planner" | "warnings"> & { plan: ToolChainPlanInput }, requiresConfirmation: (skillName: string, stepFlag: boolean | undefined) => boolean): PlanToolChainResult {
+  const parsed = ToolChainPlanSchema.parse(out.plan);
   return {
     plan: parsed,
+    planner: { ...out.planner },
+    warnings: out.warnings.map((w) => ({ ...w })),
     steps: parsed.steps.map((s) => ({ stepId: s.stepId, skillName: s.skillName, dependsOn: s.dependsOn, requiresConfirmation: requiresConfirmation(s.skillName, s.requireConfirmation) })),
   };
 }
 
 export function planSummary(r: PlanToolChainResult): string {
-  const lines = [`Plan${r.plan.goal ? ` for: ${brief(r.plan.goal, 200)}` : ""} (${r.steps.length} steps; not run yet: pass it to run_tool_chain as \`plan\`):`];
+  const by = r.planner.kind === "llm" ? `written by ${r.planner.model ?? "the model"}` : `written by the fallback planner${r.planner.fallbackReason ? ` (${r.planner.fallbackReason})` : ""}`;
+  const lines = [`Plan${r.plan.goal ? ` for: ${brief(r.plan.goal, 200)}` : ""} (${r.steps.length} steps, ${by}; not run yet: pass it to run_tool_chain as \`plan\`):`];
   for (const s of r.steps) {
     lines.push(`- ${s.stepId}: ${s.skillName}${s.dependsOn.length ? ` after ${s.dependsOn.join(", ")}` : ""}${s.requiresConfirmation ? " (asks for confirmation)" : ""}`);
   }
+  for (const w of r.warnings) lines.push(`Note${w.stepId ? ` on ${w.stepId}` : ""}: ${w.message}`);
   return lines.join("\n");
 }
