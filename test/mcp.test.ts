@@ -247,10 +247,12 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     expect(r.data.status).toBe("completed");
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain("qtable.task.records.create");
-    const created = (await tables.listRecords("ws-mcp-a", tableId))!.records;
-    expect(created.length).toBeGreaterThan(0);
     const records = r.data.steps.find((s: { skillName: string }) => s.skillName === "qtable.task.records.create");
     expect(records.status).toBe("completed");
+    // exactly the records the one write created (the table was empty before)
+    const created = (await tables.listRecords("ws-mcp-a", tableId, { limit: 1000 }))!.records;
+    expect(records.output.recordIds.length).toBeGreaterThan(0);
+    expect(created.map((x) => x.id).sort()).toEqual([...records.output.recordIds].sort());
     // progress learnt the plan's size from the planner
     expect(r.progress.at(-1)).toMatchObject({ total: 2 * r.data.steps.length, progress: 2 * r.data.steps.length });
   });
