@@ -5,14 +5,14 @@
  */
 import type { ElicitRequestFormParams, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { PendingStep } from "../tools/definitions.js";
-import { brief } from "../tools/results.js";
+import { brief, clip } from "../tools/results.js";
 
 export type Answer = { kind: "decide"; decision: "approve" | "reject"; comment?: string } | { kind: "cancel_run"; comment?: string };
 
 export function confirmationQuestion(runId: string, goal: string | undefined, step: PendingStep): ElicitRequestFormParams {
   const lines = [
     `Step "${step.stepId}" (${step.skillName}) of tool-chain run ${runId} waits for your confirmation before it runs.`,
-    ...(goal ? [`Goal: ${brief(goal, 300)}`] : []),
+    ...(goal ? [`Goal: ${clip(goal, 300)}`] : []),
     `Preview: ${brief(step.preview, 1_500)}`,
     `Arguments: ${brief(step.arguments, 1_500)}`,
     "Accept runs the step; decline skips it (the step fails as rejected); cancel stops the whole run.",

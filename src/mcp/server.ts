@@ -166,7 +166,9 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
       const body = args.plan !== undefined ? { plan: args.plan } : { request: args.request, autoPlan: true };
       const outcome = await service.run(p, { ...body, context: args.context, memory: args.memory }, traceIdFrom(undefined), {
         onStart: (runId) => {
-          stop = followProgress(extra, runId, 0, async () => (await service.own(p, runId)).plan.steps.map((st) => ({ stepId: st.stepId, status: "pending" as const })));
+          // the run's row may not be committed yet: the steps come from the call (a request's from planning_completed)
+          const steps = (args.plan?.steps ?? []).map((st) => ({ stepId: st.stepId, status: "pending" as const }));
+          stop = followProgress(extra, runId, 0, async () => steps);
         },
       });
       return runToolResult(await askUntilSettled(p, outcome, extra));

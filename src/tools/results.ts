@@ -43,6 +43,11 @@ export function brief(value: unknown, max = 300): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
 }
 
+/** Text cut to `max` characters. */
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
 const PENDING_HINT: Record<NonNullable<PendingStep["kind"]>, string> = {
   confirmation: 'approve to run it, reject to skip it',
   in_doubt: "its process died while it ran: approve retries it, mark_done records it as done, reject fails it",
@@ -50,7 +55,7 @@ const PENDING_HINT: Record<NonNullable<PendingStep["kind"]>, string> = {
 };
 
 export function runSummary(r: ToolChainRunResult): string {
-  const lines = [`Run ${r.runId}: ${r.status}${r.goal ? ` (goal: ${brief(r.goal, 200)})` : ""}`];
+  const lines = [`Run ${r.runId}: ${r.status}${r.goal ? ` (goal: ${clip(r.goal, 200)})` : ""}`];
   lines.push(`Steps: ${r.steps.map((s) => `${s.stepId} ${s.status}${s.error ? ` (${s.error.code})` : ""}`).join(", ")}`);
   if (r.pending.length) {
     lines.push("Waiting for a decision (ask the user, then call confirm_tool_chain_step with runId, stepId and the decision):");
@@ -76,7 +81,7 @@ export function toPlanResult(out: Pick<PlanningOutcome, "planner" | "warnings"> 
 
 export function planSummary(r: PlanToolChainResult): string {
   const by = r.planner.kind === "llm" ? `written by ${r.planner.model ?? "the model"}` : `written by the fallback planner${r.planner.fallbackReason ? ` (${r.planner.fallbackReason})` : ""}`;
-  const lines = [`Plan${r.plan.goal ? ` for: ${brief(r.plan.goal, 200)}` : ""} (${r.steps.length} steps, ${by}; not run yet: pass it to run_tool_chain as \`plan\`):`];
+  const lines = [`Plan${r.plan.goal ? ` for: ${clip(r.plan.goal, 200)}` : ""} (${r.steps.length} steps, ${by}; not run yet: pass it to run_tool_chain as \`plan\`):`];
   for (const s of r.steps) {
     lines.push(`- ${s.stepId}: ${s.skillName}${s.dependsOn.length ? ` after ${s.dependsOn.join(", ")}` : ""}${s.requiresConfirmation ? " (asks for confirmation)" : ""}`);
   }
