@@ -139,7 +139,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
             else if (how.kind === "delete_created") await how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc);
             else {
               const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: r.input, output: r.output } }, "rollback.arguments");
-              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, logger, signal, timeoutMs: c.step.timeoutMs });
+              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, workspaceId: state.workspaceId, logger, signal, timeoutMs: c.step.timeoutMs });
               if (!a.ok) return { ok: false as const, error: a.error };
             }
             fault(FaultPoint.compensation_done);

@@ -7,6 +7,7 @@ import type { SkillRegistry } from "../src/skills/registry.js";
 import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
 import type { IntentLog } from "../src/store/intent-log.js";
+import { Planner, plannerConfigFromEnv } from "../src/planner/index.js";
 
 export interface RuntimeEnv {
   registry: SkillRegistry;
@@ -23,6 +24,8 @@ export interface RuntimeEnv {
    * segments are large enough that plans of up to 1,000 steps never pay it. @default 1000
    */
   segmentTasks: number;
+  /** Writes plans for runs started from a request (the planner node). */
+  planner: Planner;
   /** Compiled plans by run (a run's plan does not change once planned). */
   compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
 }
@@ -51,6 +54,8 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     segmentTasks: 1_000,
     compiledPlans: new Map(),
     ...over,
+    // configured from the environment unless given (LangGraph Studio, the CLI, the server)
+    planner: over.planner ?? new Planner({ registry, config: plannerConfigFromEnv(), now: over.now }),
   };
 }
 

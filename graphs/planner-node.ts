@@ -1,26 +1,59 @@
 /**
- * The planner node. Today it passes a given plan through (validated again, so a plan edited in
- * Studio cannot skip validation); the LLM planner will write `plan` from `request` here.
+ * The planner node. A given plan passes through (validated again, so a plan edited in Studio
+ * cannot skip validation). Without a plan, the node plans `request` (src/planner: the model, a
+ * repair round, the deterministic fallback) and writes the validated plan into state, so the API,
+ * the CLI, agents and LangGraph Studio all plan the same way.
+ *
+ * The planning result is saved with the node's checkpoint: a run resumed after a crash during
+ * execution keeps its plan; a crash during planning plans again (nothing has run yet).
  */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { toStepError } from "../src/kernel/errors.js";
+import { ErrorCode, toStepError, ToolchainError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
 import { compilePlan } from "../src/plan/validate.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
-import type { RunState, RunUpdate } from "./state.js";
+import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
+
+const hasSteps = (plan: unknown) => Array.isArray((plan as { steps?: unknown } | undefined)?.steps) && (plan as { steps: unknown[] }).steps.length > 0;
 
 export function makePlannerNode(env: RuntimeEnv) {
   return async function planner(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const emit = emitter(config, env);
-    emit(EventType.planning_started, undefined, { source: "given" });
+    const at = () => new Date(env.now()).toISOString();
+    const request = typeof state.request === "string" && state.request.trim() !== "" ? state.request : undefined;
+    if (hasSteps(state.plan) || request === undefined) {
+      emit(EventType.planning_started, undefined, { source: "given" });
+      try {
+        if (state.plan === undefined) throw new ToolchainError(ErrorCode.PLAN_INVALID, "the run has neither a plan nor a request to plan");
+        const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
+        emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
+        return { plan: compiled.plan, status: "running", updatedAt: at() };
+      } catch (e) {
+        return { status: "failed", error: toStepError(e), updatedAt: at() };
+      }
+    }
+
+    const model = env.planner.model;
+    emit(EventType.planning_started, undefined, { source: "planner", request, ...(model ? { model } : {}) });
+    const allowed = Array.isArray(state.allowedSkills) ? new Set(state.allowedSkills) : undefined;
     try {
-      const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
-      emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
-      return { plan: compiled.plan, status: "running", updatedAt: new Date(env.now()).toISOString() };
+      const out = await env.planner.plan({
+        request,
+        context: state.context ?? {},
+        memory: state.memory,
+        allowSkill: allowed ? (name) => allowed.has(name) : undefined,
+        workspaceId: state.workspaceId,
+        signal: config.signal,
+      });
+      const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };
+      emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
+      return { plan: out.plan, planning, status: "running", updatedAt: at() };
     } catch (e) {
+      if (config.signal?.aborted) throw e; // cancelled or lease lost: not a planning failure
       const error = toStepError(e);
-      return { status: "failed", error, updatedAt: new Date(env.now()).toISOString() };
+      emit(EventType.planning_failed, undefined, { error, ...(model ? { model } : {}) });
+      return { plan: state.plan ?? { goal: request.slice(0, 10_000), steps: [] as never, onFailure: "skip_dependents", rollbackMode: "best_effort" }, status: "failed", error, updatedAt: at() };
     }
   };
 }

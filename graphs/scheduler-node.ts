@@ -175,7 +175,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           callDurable(config, { kind: "preview", stepId: id, stepIndex: c.index }, async () => {
             try {
               const p = preview
-                ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context })
+                ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context, workspaceId: state.workspaceId ?? "default" })
                 : null;
               return { ok: true as const, preview: p ?? null };
             } catch (e) {
@@ -204,6 +204,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           attempt,
           idempotencyKey: `${runId}:${c.id}`,
           context: state.context,
+          workspaceId: state.workspaceId,
           logger: env.logger(runId, c.id),
           signal: ctl.signal,
           timeoutMs: c.step.timeoutMs,
@@ -308,7 +309,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
             }
             fault(FaultPoint.intent_claimed);
           }
-          const res = await executeAttempt({ skill, args, runId, stepId: c.id, attempt, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs });
+          const res = await executeAttempt({ skill, args, runId, stepId: c.id, attempt, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, workspaceId: state.workspaceId, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs });
           fault(FaultPoint.effect_returned);
           return res;
         }),

@@ -5,6 +5,7 @@ import { Annotation } from "@langchain/langgraph";
 import type { StepError } from "../src/kernel/errors.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../src/kernel/status.js";
 import type { ToolChainPlan } from "../src/plan/schema.js";
+import type { PlannerInfo, PlanWarning, TokenUsage } from "../src/planner/index.js";
 
 export interface StepRecord {
   status: StepStatus;
@@ -64,13 +65,29 @@ export interface Decision {
   round?: number;
 }
 
+/** Which planner wrote the run's plan (absent when the caller gave the plan). */
+export interface PlanningRecord extends PlannerInfo {
+  warnings: PlanWarning[];
+  usage?: TokenUsage;
+  repairRounds: number;
+  durationMs: number;
+}
+
 const merge = <T extends object>(a: T, b: T | undefined): T => (b ? { ...a, ...b } : a);
 
 export const RunStateAnnotation = Annotation.Root({
   runId: Annotation<string>,
-  /** The validated plan (defaults applied). */
+  /** The validated plan (defaults applied). Absent in the input when the planner node writes it from `request`. */
   plan: Annotation<ToolChainPlan>,
+  /** What to do, in words: the planner node plans it when no plan is given. */
+  request: Annotation<string | undefined>,
+  /** Skills the planner may use (the workspace allowlist, resolved to names); absent: every registered skill. */
+  allowedSkills: Annotation<string[] | null | undefined>,
+  /** Set by the planner node when it wrote the plan. */
+  planning: Annotation<PlanningRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   context: Annotation<unknown>,
+  /** The run's workspace, for skills (SkillContext.workspaceId); absent in runs started before it existed. */
+  workspaceId: Annotation<string | undefined>,
   memory: Annotation<Record<string, unknown>>({ reducer: merge, default: () => ({}) }),
   steps: Annotation<Record<string, StepRecord>>({ reducer: merge, default: () => ({}) }),
   /** Step ids in the order they completed: compensation walks it backwards. */

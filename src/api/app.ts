@@ -13,12 +13,21 @@ import { perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
 import { errorHandler, notFound } from "./errors.js";
 import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
-import { RunService, type Execution, type Planner } from "./run-service.js";
+import { RunService, type Execution } from "./run-service.js";
 import { runsRouter } from "./runs.js";
 import { consoleRouter } from "./console.js";
 import { securityHeaders } from "./security.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
+import { mcpHttp, principalFromExtra } from "../mcp/http.js";
+import { createToolchainMcpServer } from "../mcp/server.js";
+
+export interface McpOptions {
+  /** How long a confirmation asked through MCP elicitation waits for the user. @default 300000 */
+  elicitationTimeoutMs?: number;
+  /** An MCP session without requests for this long is closed. @default 1800000 */
+  sessionIdleMs?: number;
+}
 
 export interface AppLimits {
   /** Largest accepted request body. @default 1 MiB */
@@ -36,7 +45,6 @@ export interface AppOptions {
   live?: Live;
   /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
   execution?: Execution;
-  planner?: Planner;
   /** Readiness probe (e.g. `SELECT 1`). @default always ready */
   ready?: () => Promise<void>;
   limits?: AppLimits;
@@ -45,6 +53,8 @@ export interface AppOptions {
   metrics?: boolean;
   /** Serve the run console at /console. @default true */
   console?: boolean;
+  /** The MCP endpoint at /mcp (false: off). @default {} */
+  mcp?: McpOptions | false;
   /** Errors that answered 500 (bugs). @default console.error */
   onInternalError?: (e: unknown) => void;
 }
@@ -78,7 +88,6 @@ export function createApp(opts: AppOptions): ApiApp {
     feeds: live.feeds,
     cache: live.cache,
     execution: opts.execution ?? "inline",
-    planner: opts.planner,
     maxWaitMs: limits.maxWaitMs ?? 300_000,
   });
 
@@ -98,9 +107,22 @@ export function createApp(opts: AppOptions): ApiApp {
   }
   if (opts.console !== false) app.use(consoleRouter());
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics }));
-  app.use("/api", requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }));
+  // one budget per key across /api and /mcp
+  const keyed = [requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] })];
+  app.use("/api", ...keyed);
   app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
   app.use(skillsRouter(runtime));
+  const mcpOpts = opts.mcp === false ? undefined : (opts.mcp ?? {});
+  const mcp =
+    mcpOpts &&
+    mcpHttp({
+      createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
+      sessionIdleMs: mcpOpts.sessionIdleMs,
+    });
+  if (mcp) {
+    app.use("/mcp", ...keyed);
+    app.use(mcp.router);
+  }
   app.use(notFound);
   app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
 
@@ -110,6 +132,7 @@ export function createApp(opts: AppOptions): ApiApp {
     metrics,
     async close() {
       for (const s of [...streams]) s.end();
+      await mcp?.close();
       metrics?.close();
       if (ownsLive) await live.close();
     },

@@ -47,7 +47,11 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
   PLANNER_NOT_CONFIGURED: 501,
+  PLANNING_FAILED: 422,
   NOT_READY: 503,
+  // table store: another workspace's table is a missing one
+  TABLE_NOT_FOUND: 404,
+  TABLE_NAME_TAKEN: 409,
 };
 
 export interface ErrorBody {

@@ -11,6 +11,8 @@ import {
   ErrorResponseSchema,
   EventsResponseSchema,
   HealthResponseSchema,
+  PlanRequestSchema,
+  PlanResponseSchema,
   RunEventSchema,
   RunListResponseSchema,
   RunRequestSchema,
@@ -44,7 +46,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
   429: "TOO_MANY_REQUESTS for this key (see Retry-After)",
-  501: "PLANNER_NOT_CONFIGURED",
+  422: "PLANNING_FAILED: no plan could be written for the request (details.understood says what the fallback planner understood; details.runId names the failed run for /run)",
   503: "NOT_READY",
 };
 const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
@@ -56,6 +58,7 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
   const requests = components(
     [
       [RunRequestSchema.extend({ plan: ToolChainPlanSchema.optional().describe("The plan to validate and run.") }), "RunRequest"],
+      [PlanRequestSchema, "PlanRequest"],
       [ConfirmRequestSchema, "ConfirmRequest"],
       [CancelRequestSchema, "CancelRequest"],
     ],
@@ -64,6 +67,7 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
   const responses = components(
     [
       [RunViewSchema, "RunView"],
+      [PlanResponseSchema, "PlanResponse"],
       [RunEventSchema, "RunEvent"],
       [EventsResponseSchema, "EventList"],
       [RunListResponseSchema, "RunList"],
@@ -80,11 +84,14 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
     ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
     security: [{ bearer: [] }],
     paths: {
+      "/api/tool-chains/plan": {
+        post: { operationId: "plan", summary: "Plan a request (nothing runs): the plan, which planner wrote it, the clamps applied and the DAG", requestBody: body("PlanRequest"), responses: { "200": json("PlanResponse", "a validated plan"), ...errors(400, 413, 415, 422), ...common } },
+      },
       "/api/tool-chains/run": {
-        post: { operationId: "run", summary: "Validate and run a plan (or plan a request)", requestBody: body("RunRequest"), responses: { ...runResponses, ...errors(400, 413, 415, 501), ...common } },
+        post: { operationId: "run", summary: "Validate and run a plan, or plan a request (`autoPlan: true`) and run it", requestBody: body("RunRequest"), responses: { ...runResponses, ...errors(400, 413, 415, 422), ...common } },
       },
       "/api/tool-chains/stream": {
-        post: { operationId: "stream", summary: "Run a plan, streaming its events until it is terminal or waits", requestBody: body("RunRequest"), responses: { "200": sse, ...errors(400, 413, 415, 501), ...common } },
+        post: { operationId: "stream", summary: "Run a plan (or plan a request and run it), streaming its events until it is terminal or waits", requestBody: body("RunRequest"), responses: { "200": sse, ...errors(400, 413, 415), ...common } },
       },
       "/api/tool-chains/runs": {
         get: {

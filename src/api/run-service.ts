@@ -10,20 +10,22 @@ import { randomBytes } from "node:crypto";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunEvent } from "../kernel/events.js";
-import type { ToolChainPlanInput } from "../plan/schema.js";
 import type { RunHandle, Runtime } from "../runtime/runtime.js";
 import type { RunView } from "../runtime/view.js";
 import { skillMatcher, type Principal } from "../store/access-store.js";
 import type { RunRow } from "../store/run-store.js";
 import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
-import type { ConfirmRequest, RunRequest } from "./schemas.js";
+import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "./schemas.js";
+import { exportPlanGraph } from "../plan/graph-export.js";
 import { currentView, present, type ApiRunView } from "./views.js";
 
 export type Execution = "inline" | "queue";
 
-/** Writes a plan from words (a later issue). Absent: autoPlan answers 501 PLANNER_NOT_CONFIGURED. */
-export type Planner = (request: string, opts: { context: unknown; memory: Record<string, unknown>; principal: Principal; skills: string[] }) => Promise<ToolChainPlanInput>;
+export interface RunHooks {
+  /** Called with the run id as soon as the run is recorded (e.g. to follow its events). */
+  onStart?: (runId: string) => void;
+}
 
 export type Outcome = { kind: "settled"; view: ApiRunView } | { kind: "accepted"; view: ApiRunView };
 export const OUTCOME_STATUS: Record<Outcome["kind"], number> = { settled: 200, accepted: 202 };
@@ -32,7 +34,6 @@ export interface RunServiceOptions {
   runtime: Runtime;
   feeds: RunFeeds;
   execution: Execution;
-  planner?: Planner;
   cache: ViewCache;
   /** A waiting request answers 202 with the current view after this long. */
   maxWaitMs: number;
@@ -72,27 +73,52 @@ export class RunService {
     return row;
   }
 
-  private async planOf(p: Principal, body: RunRequest): Promise<unknown> {
-    if (body.plan !== undefined) return body.plan;
-    if (!body.autoPlan || body.request === undefined) {
-      throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
-    }
-    if (!this.o.planner) throw new ToolchainError(ErrorCode.PLANNER_NOT_CONFIGURED, "no planner is configured on this server: send a `plan`");
-    const allow = skillMatcher(p.allowedSkills);
-    return this.o.planner(body.request, { context: body.context ?? {}, memory: body.memory ?? {}, principal: p, skills: this.runtime.registry.list().map((s) => s.name).filter((n) => !allow || allow(n)) });
-  }
-
-  /** Validate (throws with the plan's code, creating nothing) and start or queue the run. */
+  /**
+   * Validate (throws with the plan's code, creating nothing) and start or queue the run. With
+   * `request` + `autoPlan` the run is created at once and the graph's planner node writes its plan.
+   */
   async start(p: Principal, body: RunRequest, traceId: string): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
-    const plan = await this.planOf(p, body);
     const opts = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
-    if (this.o.execution === "queue") return { ...(await this.runtime.submit(plan, opts)), traceId };
-    const handle = this.runtime.run(plan, opts);
+    if (body.plan === undefined) {
+      if (!body.autoPlan || body.request === undefined) {
+        throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
+      }
+      if (this.o.execution === "queue") return { ...(await this.runtime.submitRequest(body.request, opts)), traceId };
+      const handle = this.runtime.runRequest(body.request, opts);
+      return { runId: handle.runId, traceId, handle };
+    }
+    if (this.o.execution === "queue") return { ...(await this.runtime.submit(body.plan, opts)), traceId };
+    const handle = this.runtime.run(body.plan, opts);
     return { runId: handle.runId, traceId, handle };
   }
 
-  async run(p: Principal, body: RunRequest, traceId: string): Promise<Outcome> {
+  /** POST /plan: plan a request in the workspace's name; nothing runs. */
+  async plan(p: Principal, body: PlanRequest): Promise<PlanResponse> {
+    const out = await this.runtime.plan(body.request, { context: body.context ?? {}, memory: body.memory ?? {}, allowSkill: skillMatcher(p.allowedSkills), workspaceId: p.workspaceId });
+    return {
+      plan: out.plan,
+      planner: out.planner,
+      warnings: out.warnings,
+      graph: { ...exportPlanGraph(out.plan, () => "pending") },
+      usage: out.usage ?? null,
+      repairRounds: out.repairRounds,
+      durationMs: out.durationMs,
+    };
+  }
+
+  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks): Promise<Outcome> {
+    const o = await this.runOutcome(p, body, traceId, hooks);
+    const err = o.view.error;
+    if (o.kind === "settled" && o.view.status === "failed" && err?.code === ErrorCode.PLANNING_FAILED) {
+      // nothing ran: the request could not be planned (422, like POST /plan); the failed run stays for its events
+      throw new ToolchainError(ErrorCode.PLANNING_FAILED, err.message, { details: { ...(err.details as object | undefined), runId: o.view.runId } });
+    }
+    return o;
+  }
+
+  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks): Promise<Outcome> {
     const { runId, handle } = await this.start(p, body, traceId);
+    hooks?.onStart?.(runId);
     const wait = body.wait ?? true;
     if (handle) {
       const events = handle.events[Symbol.asyncIterator]();

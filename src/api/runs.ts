@@ -5,7 +5,7 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
 import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
-import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, RunRequestSchema } from "./schemas.js";
+import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";
 
@@ -33,6 +33,11 @@ export function runsRouter(o: RunsRouterOptions): Router {
     sse.signal.addEventListener("abort", () => o.streams.delete(sse), { once: true });
     return sse;
   };
+
+  r.post("/api/tool-chains/plan", async (req, res) => {
+    const body = parseWith(PlanRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    res.json(await service.plan(principalOf(res), body));
+  });
 
   r.post("/api/tool-chains/run", async (req, res) => {
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");

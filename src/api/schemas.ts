@@ -7,7 +7,7 @@ import { z } from "zod";
 import { ERROR_CODES } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
-import { ToolChainPlanSchema } from "../plan/schema.js";
+import { ToolChainPlanSchema, ToolChainStepSchema } from "../plan/schema.js";
 import { ConfirmInputSchema } from "../runtime/runtime.js";
 
 export const RUN_STATUSES = Object.values(RunStatus) as [RunStatus, ...RunStatus[]];
@@ -20,13 +20,22 @@ export const RunRequestSchema = z
     /** Validated by the runtime, so plan problems answer with their own codes (PLAN_CYCLE, ...). */
     plan: z.unknown().optional().describe("A ToolChainPlan. With `plan`, the plan is validated and run."),
     request: z.string().min(1).max(20_000).optional().describe("What to do, in words, for the planner (with `autoPlan: true`)."),
-    autoPlan: z.boolean().optional().describe("Let the planner write the plan from `request` (501 PLANNER_NOT_CONFIGURED until a planner is configured)."),
+    autoPlan: z.boolean().optional().describe("Let the planner write the plan from `request` (the model when configured, else the deterministic fallback planner); the run starts in `planning`."),
     context: z.unknown().optional().describe("Read by `$ref: context.…` arguments."),
     memory: z.record(z.string(), z.unknown()).optional().describe("Initial chain memory (`$ref: memory.…`)."),
     wait: z.boolean().optional().describe("Default true: answer when the run is terminal or waits for confirmation. false: answer 202 at once."),
   })
   .strict();
 export type RunRequest = z.infer<typeof RunRequestSchema>;
+
+export const PlanRequestSchema = z
+  .object({
+    request: z.string().trim().min(1).max(20_000).describe("What to do, in words."),
+    context: z.unknown().optional().describe("The run's context: its business coordinates (e.g. `table: { id }`) reach the planner."),
+    memory: z.record(z.string(), z.unknown()).optional().describe("Initial chain memory the plan may reference."),
+  })
+  .strict();
+export type PlanRequest = z.infer<typeof PlanRequestSchema>;
 
 export const ConfirmRequestSchema = ConfirmInputSchema.extend({
   wait: z.boolean().optional().describe("Default true: answer when the run is terminal or waits again. false: answer 202 at once."),
@@ -66,6 +75,39 @@ export const ErrorResponseSchema = z.object({
 
 const StepErrorSchema = z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional() });
 
+export const PlanWarningSchema = z.object({
+  code: z.enum(["confirmation_required", "retry_not_allowed", "retry_capped", "timeout_capped", "rollback_ignored", "accept_no_compensation_ignored", "repaired", "no_target_table"]),
+  stepId: z.string().optional(),
+  message: z.string(),
+});
+
+export const PlannerInfoSchema = z.object({
+  kind: z.enum(["llm", "fallback"]).describe("llm: the model wrote the plan; fallback: the deterministic planner did"),
+  model: z.string().optional(),
+  fallbackReason: z.enum(["not_configured", "timeout", "unreachable", "http_error", "invalid_output", "validation_failed"]).optional(),
+  fallbackDetail: z.string().optional(),
+});
+
+const TokenUsageSchema = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), totalTokens: z.number().int() });
+
+export const PlanningRecordSchema = PlannerInfoSchema.extend({
+  warnings: z.array(PlanWarningSchema),
+  usage: TokenUsageSchema.optional(),
+  repairRounds: z.number().int(),
+  durationMs: z.number(),
+});
+
+export const PlanResponseSchema = z.object({
+  plan: ToolChainPlanSchema,
+  planner: PlannerInfoSchema,
+  warnings: z.array(PlanWarningSchema).describe("One per change the runtime made to the model's plan (clamps) or note about it"),
+  graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering"),
+  usage: TokenUsageSchema.nullable().describe("Tokens the model calls used, when the server reports them"),
+  repairRounds: z.number().int(),
+  durationMs: z.number(),
+});
+export type PlanResponse = z.infer<typeof PlanResponseSchema>;
+
 export const StepViewSchema = z.object({
   stepId: z.string(),
   skillName: z.string(),
@@ -95,7 +137,7 @@ export const RunViewSchema = z.object({
   runId: z.string(),
   status: RunStatusSchema,
   traceId: z.string(),
-  plan: ToolChainPlanSchema,
+  plan: ToolChainPlanSchema.extend({ steps: z.array(ToolChainStepSchema) }).describe("The plan (no steps while a run started from a request is being planned, or when planning failed)."),
   context: z.unknown(),
   memory: z.record(z.string(), z.unknown()),
   result: z.object({ outputs: z.record(z.string(), z.unknown()), memory: z.record(z.string(), z.unknown()) }).nullable(),
@@ -103,6 +145,7 @@ export const RunViewSchema = z.object({
   steps: z.array(StepViewSchema),
   pendingConfirmations: z.array(PendingConfirmationSchema),
   graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering coloured by step status."),
+  planning: PlanningRecordSchema.nullable().describe("Which planner wrote the plan of a run started from a request, and why the fallback ran; null for a given plan."),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -12,6 +12,7 @@
  *   skills                             the skill manifest
  *   serve                              the HTTP API + executor (npm start); TOOLCHAIN_ROLE=api: API only
  *   keys create|list|revoke            API keys (src/cli/keys.ts)
+ *   mcp [--workspace <id>]             the MCP server on stdio (src/mcp/stdio.ts)
  * Storage: DATABASE_URL (server Postgres) or embedded Postgres in TOOLCHAIN_DATA_DIR (./.data/pglite).
  */
 import { readFile } from "node:fs/promises";
@@ -54,6 +55,16 @@ async function main(argv: string[]): Promise<number> {
       const shutdown = () => void srv.close().then(resolve, resolve);
       process.once("SIGINT", shutdown);
       process.once("SIGTERM", shutdown);
+    });
+    return 0;
+  }
+  if (cmd === "mcp") {
+    const { serveMcpStdio } = await import("../mcp/stdio.js");
+    const timeout = process.env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS;
+    await serveMcpStdio({
+      workspace: flag(args, "--workspace") ?? (process.env.TOOLCHAIN_WORKSPACE || undefined),
+      apiKey: process.env.TOOLCHAIN_API_KEY || undefined,
+      ...(timeout ? { elicitationTimeoutMs: Number(timeout) } : {}),
     });
     return 0;
   }
@@ -122,7 +133,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       default:
-        console.error(`unknown command "${cmd}". Commands: serve, keys, demo, run, validate, confirm, cancel, show, worker, prune, skills`);
+        console.error(`unknown command "${cmd}". Commands: serve, keys, mcp, demo, run, validate, confirm, cancel, show, worker, prune, skills`);
         return 2;
     }
   } finally {

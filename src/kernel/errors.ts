@@ -43,7 +43,12 @@ export const ErrorCode = {
   /** Too many API requests for this key (not a step's provider limit: that is RATE_LIMITED). */
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   PLANNER_NOT_CONFIGURED: "PLANNER_NOT_CONFIGURED",
+  /** No plan could be written for a request (the fallback planner names what it understood). */
+  PLANNING_FAILED: "PLANNING_FAILED",
   NOT_READY: "NOT_READY",
+  // table store (skills/qtable)
+  TABLE_NOT_FOUND: "TABLE_NOT_FOUND",
+  TABLE_NAME_TAKEN: "TABLE_NAME_TAKEN",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const ERROR_CODES = Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]];

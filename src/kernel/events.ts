@@ -4,6 +4,8 @@
 export const EventType = {
   planning_started: "planning_started",
   planning_completed: "planning_completed",
+  /** no plan could be written for the run's request (the run fails with PLANNING_FAILED) */
+  planning_failed: "planning_failed",
   step_started: "step_started",
   step_completed: "step_completed",
   step_retrying: "step_retrying",

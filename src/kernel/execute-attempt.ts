@@ -19,6 +19,8 @@ export interface AttemptInput {
   attempt: number;
   idempotencyKey: string;
   context: unknown;
+  /** The run's workspace (SkillContext.workspaceId). @default "default" */
+  workspaceId?: string;
   logger: SkillLogger;
   /** The step's own controller, aborted by the run (cancel, fail_fast, deadline). */
   signal: AbortSignal;
@@ -44,6 +46,7 @@ export async function executeAttempt(a: AttemptInput): Promise<AttemptResult> {
     signal,
     logger: a.logger,
     context: a.context,
+    workspaceId: a.workspaceId ?? "default",
   };
   let onAbort: (() => void) | undefined;
   // A skill that ignores its signal cannot hold the run hostage: the race ends the attempt.

@@ -18,6 +18,7 @@ import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, type CompiledPlan } from "../plan/validate.js";
+import { Planner, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
@@ -41,6 +42,11 @@ export interface RuntimeOptions {
   leaseTtlMs?: number;
   /** @default 200 */
   decisionPollMs?: number;
+  /**
+   * The planner for runs started from a request: its configuration (model, baseURL, ...) or a
+   * Planner. @default configured from the environment (plannerConfigFromEnv)
+   */
+  planner?: PlannerOptions | Planner;
 }
 
 export interface RunOptions {
@@ -94,7 +100,8 @@ export class Runtime {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
     const now = opts.env?.now ?? Date.now;
     this.store = opts.store ?? new MemoryRunStore(now);
-    this.env = defaultEnv(this.registry, { intents: this.store, ...opts.env });
+    const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: opts.planner, now }) : undefined;
+    this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
     this.graph = compileToolchainGraph(this.env, this.checkpointer);
     this.allowSkill = opts.allowSkill;
@@ -123,14 +130,75 @@ export class Runtime {
     return { runId };
   }
 
+  /**
+   * Plan a request without running anything: the same planner the graph's planner node uses.
+   * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
+   */
+  plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
+    const allowed = this.allowedSkills(opts.allowSkill);
+    return this.env.planner.plan({
+      request,
+      context: opts.context ?? {},
+      memory: opts.memory ?? {},
+      allowSkill: allowed ? (n) => allowed.includes(n) : undefined,
+      workspaceId: opts.workspaceId,
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Start a run from a request: the graph's planner node writes the plan (events
+   * planning_started / planning_completed or planning_failed), then it runs like any other.
+   */
+  runRequest(request: string, opts: RunOptions = {}): RunHandle {
+    const { runId, input, created } = this.prepareRequest(request, opts);
+    return this.drive(runId, input, created);
+  }
+
+  /** Record a run from a request as `queued`: a worker plans and executes it. */
+  async submitRequest(request: string, opts: RunOptions = {}): Promise<{ runId: string }> {
+    const { runId, created } = this.prepareRequest(request, opts);
+    await created;
+    return { runId };
+  }
+
+  /** Names of the skills both allowlists admit; undefined when neither restricts. */
+  private allowedSkills(call?: (name: string) => boolean): string[] | undefined {
+    const global = this.allowSkill;
+    if (!global && !call) return undefined;
+    return this.registry.list().map((s) => s.name).filter((n) => (!global || global(n)) && (!call || call(n)));
+  }
+
+  private prepareRequest(request: string, opts: RunOptions) {
+    if (typeof request !== "string" || request.trim() === "") throw new ToolchainError(ErrorCode.INVALID_BODY, "request: expected a non-empty string to plan");
+    const runId = opts.runId ?? randomUUID();
+    const now = new Date(this.env.now()).toISOString();
+    const allowedSkills = this.allowedSkills(opts.allowSkill) ?? null;
+    // the plan is written by the planner node; until then the run's plan is its request
+    const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
+    const workspaceId = opts.workspaceId ?? "default";
+    const input: Partial<RunState> = { runId, plan, request, allowedSkills, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
+    const created = this.store.createRun({
+      runId,
+      workspaceId,
+      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
+      plan,
+      context: input.context,
+      memory: input.memory!,
+      planningInput: { request, allowedSkills },
+    });
+    return { runId, input, created };
+  }
+
   private prepare(plan: unknown, opts: RunOptions) {
     const compiled = this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
     const now = new Date(this.env.now()).toISOString();
-    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
+    const workspaceId = opts.workspaceId ?? "default";
+    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
     const created = this.store.createRun({
       runId,
-      workspaceId: opts.workspaceId ?? "default",
+      workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan: compiled.plan,
       context: input.context,
@@ -204,7 +272,10 @@ export class Runtime {
     if (!(snap.values as Partial<RunState>)?.runId) {
       const row = await this.store.getRow(runId);
       const now = new Date(this.env.now()).toISOString();
-      return { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
+      const input: Partial<RunState> = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
+      // a run from a request that never started: the planner node plans it
+      if (row!.planningInput) Object.assign(input, { request: row!.planningInput.request, allowedSkills: row!.planningInput.allowedSkills });
+      return input;
     }
     if (snap.tasks.some((t) => t.interrupts.length > 0)) return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
     return null;

@@ -1,5 +1,5 @@
 /** The run view: one shape for the library, the API and the CLI, derived from graph state. */
-import type { RunState, StepRecord } from "../../graphs/state.js";
+import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
 import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
 import type { StepError } from "../kernel/errors.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
@@ -33,13 +33,17 @@ export interface RunView {
   steps: StepView[];
   pendingConfirmations: PendingConfirmation[];
   graph: PlanGraph;
+  /** Which planner wrote the plan and why the fallback ran (null: the caller gave the plan). */
+  planning: PlanningRecord | null;
   createdAt: string;
   updatedAt: string;
 }
 
 const OUTPUT_KEPT = new Set<StepStatus>(["completed", "rolled_back", "rollback_failed"]);
 
-export function buildRunView(s: RunState): RunView {
+export function buildRunView(state: RunState): RunView {
+  // a run started from a request has no plan until the planner node wrote it
+  const s = state.plan ? state : { ...state, plan: { goal: state.request, steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as RunState["plan"] };
   const rec = (id: string): StepRecord => s.steps[id] ?? { status: "pending", attempts: 0 };
   const steps: StepView[] = s.plan.steps.map((p) => {
     const r = rec(p.stepId);
@@ -73,6 +77,7 @@ export function buildRunView(s: RunState): RunView {
     steps,
     pendingConfirmations: pendingConfirmations(s),
     graph: exportPlanGraph(s.plan, (id) => rec(id).status),
+    planning: s.planning ?? null,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { cachedAuthenticator } from "../api/auth.js";
-import { createApp, type ApiApp, type AppLimits } from "../api/app.js";
+import { createApp, type ApiApp, type AppLimits, type McpOptions } from "../api/app.js";
 import type { Execution } from "../api/run-service.js";
 import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
@@ -40,6 +40,7 @@ export interface ServeConfig {
   devKey: boolean;
   limits: AppLimits;
   authCacheMs: number;
+  mcp: McpOptions;
 }
 
 const num = (v: string | undefined, d: number) => (v === undefined || v === "" ? d : Number(v));
@@ -71,6 +72,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
       maxWaitMs: num(env.TOOLCHAIN_MAX_WAIT_MS, 300_000),
     },
     authCacheMs: num(env.TOOLCHAIN_AUTH_CACHE_MS, 5_000),
+    mcp: {
+      elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
+      sessionIdleMs: num(env.TOOLCHAIN_MCP_SESSION_IDLE_MS, 1_800_000),
+    },
   };
 }
 
@@ -119,6 +124,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
       live,
       execution: cfg.execution,
       limits: cfg.limits,
+      mcp: cfg.mcp,
       ready: async () => void (await db.pool.query("SELECT 1")),
     });
     const server = createServer(api.app);

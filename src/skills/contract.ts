@@ -24,6 +24,8 @@ export interface SkillContext {
   logger: SkillLogger;
   /** The run's context (read-only view). */
   context: unknown;
+  /** The workspace the run belongs to ("default" for runs started without one). */
+  workspaceId: string;
 }
 
 export interface CreatedRecord {

@@ -4,7 +4,7 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
 import { project } from "./projection.js";
-import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChangeListener, type RunPage, type RunSummary } from "./run-store.js";
 import type { RunStatus } from "../kernel/status.js";
 
@@ -57,6 +57,8 @@ export class MemoryRunStore implements RunStore {
       fresh.push({ ...ev, runId, seq: ++e.row.lastSeq });
     }
     e.events.push(...fresh);
+    const planned = plannedBy(fresh);
+    if (planned && !e.row.plan.steps.length) e.row.plan = planned.plan;
     const p = project(fresh, e.row.pendingConfirmations);
     e.row.pendingConfirmations = p.pending;
     if (p.runStatus) e.row.status = p.runStatus;
@@ -73,6 +75,7 @@ export class MemoryRunStore implements RunStore {
     const e = this.get(v.runId);
     if (owner && e.row.leaseOwner !== null && e.row.leaseOwner !== owner) throw new LeaseLostError(v.runId, owner);
     e.view = structuredClone(v);
+    if (!e.row.plan.steps.length && v.plan.steps.length) e.row.plan = v.plan;
     e.row.status = v.status;
     e.row.memory = v.memory;
     e.row.pendingConfirmations = v.pendingConfirmations;

@@ -95,6 +95,8 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       revoked_at timestamptz
     );
     CREATE INDEX tool_chain_api_keys_ws ON ${t("tool_chain_api_keys")} (workspace_id);`,
+    // 3: runs started from a request: what to plan (request, allowlist) and which planner wrote the plan
+    `ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN planning_input jsonb, ADD COLUMN planning jsonb;`,
   ];
 }
 

@@ -10,7 +10,8 @@ import type { RunView } from "../runtime/view.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
-import { LeaseLostError, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import type { ToolChainPlan } from "../plan/schema.js";
+import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
 
 type Tx = pg.PoolClient;
@@ -52,16 +53,32 @@ export class PgRunStore implements RunStore {
   async createRun(r: NewRun): Promise<void> {
     await this.tx(async (c) => {
       await c.query(
-        `INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory) VALUES ($1, $2, $3, 'queued', $4, $5, $6)`,
-        [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {})],
+        `INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7)`,
+        [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null],
       );
-      const rows = r.plan.steps.map((s) => ({ step_id: s.stepId, skill_name: s.skillName, depends_on: s.dependsOn }));
-      await c.query(
-        `INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
-         SELECT $1, x.step_id, x.skill_name, 'pending', x.depends_on FROM jsonb_to_recordset($2::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)`,
-        [r.runId, JSON.stringify(rows)],
-      );
+      await this.insertSteps(c, r.runId, r.plan);
     });
+  }
+
+  private async insertSteps(c: Tx, runId: string, plan: ToolChainPlan): Promise<void> {
+    if (!plan.steps.length) return;
+    const rows = plan.steps.map((s) => ({ step_id: s.stepId, skill_name: s.skillName, depends_on: s.dependsOn }));
+    await c.query(
+      `INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
+       SELECT $1, x.step_id, x.skill_name, 'pending', x.depends_on FROM jsonb_to_recordset($2::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
+       ON CONFLICT DO NOTHING`,
+      [runId, JSON.stringify(rows)],
+    );
+  }
+
+  /** A run started from a request: the planner node's plan replaces the empty one (once). */
+  private async setPlan(c: Tx, runId: string, plan: ToolChainPlan, planning: unknown): Promise<void> {
+    if (!plan.steps.length) return;
+    const { rowCount } = await c.query(
+      `UPDATE ${this.runs} SET plan = $2::jsonb, planning = COALESCE($3::jsonb, planning) WHERE run_id = $1 AND jsonb_array_length(plan->'steps') = 0`,
+      [runId, JSON.stringify(plan), planning ? JSON.stringify(planning) : null],
+    );
+    if (rowCount) await this.insertSteps(c, runId, plan);
   }
 
   async getRow(runId: string): Promise<RunRow | undefined> {
@@ -81,6 +98,7 @@ export class PgRunStore implements RunStore {
       leaseExpiresAt: r.lease_expires_at,
       lastSeq: Number(r.last_seq),
       checkpointPruned: r.checkpoint_pruned_at !== null,
+      planningInput: r.planning_input ?? null,
     };
   }
 
@@ -114,6 +132,8 @@ export class PgRunStore implements RunStore {
         fresh.push({ ...e, runId, seq: ++seq });
       }
       if (!fresh.length) return [];
+      const planned = plannedBy(fresh);
+      if (planned) await this.setPlan(c, runId, planned.plan, planned.planning);
       const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
       const notify = this.db.kind === "server"; // delivered to LISTENers when (and only if) this commits
       await c.query(
@@ -166,6 +186,8 @@ export class PgRunStore implements RunStore {
 
   private async syncTx(v: RunView, owner?: string): Promise<void> {
     await this.tx(async (c) => {
+      // the planner's plan, if an event carrying it was lost in a crash
+      if (v.planning) await this.setPlan(c, v.runId, v.plan, v.planning);
       const { rowCount } = await c.query(
         `UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
            finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
@@ -236,6 +258,7 @@ export class PgRunStore implements RunStore {
       steps: stepViews as RunView["steps"],
       pendingConfirmations: r.pending_confirmations,
       graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
+      planning: r.planning ?? null,
       createdAt: new Date(r.created_at).toISOString(),
       updatedAt: new Date(r.updated_at).toISOString(),
     };

@@ -14,13 +14,22 @@ import type { IntentLog } from "./intent-log.js";
 
 export type { IntentLog } from "./intent-log.js";
 
+/** What the planner node needs to plan a run started from a request (kept so any worker can plan it). */
+export interface RunPlanningInput {
+  request: string;
+  /** Skills the planner may use (resolved allowlist); null: every registered skill. */
+  allowedSkills: string[] | null;
+}
+
 export interface NewRun {
   runId: string;
   workspaceId: string;
   traceId: string;
+  /** For a run started from a request: `{ goal: request, steps: [] }` until the planner writes it. */
   plan: ToolChainPlan;
   context: unknown;
   memory: Record<string, unknown>;
+  planningInput?: RunPlanningInput;
 }
 
 export interface RunRow {
@@ -36,6 +45,8 @@ export interface RunRow {
   leaseExpiresAt: Date | null;
   lastSeq: number;
   checkpointPruned: boolean;
+  /** Present for runs started from a request. */
+  planningInput?: RunPlanningInput | null;
 }
 
 export type RecordDecisionResult = "recorded" | "duplicate" | "conflict";
@@ -133,6 +144,17 @@ export interface RunStore extends EventLog, IntentLog {
    * syncs). Other processes learn of them through src/live (Postgres NOTIFY or Redis).
    */
   onChange(listener: RunChangeListener): () => void;
+}
+
+/**
+ * The plan a `planning_completed` event carries (a plan written by the planner node), with the
+ * planner's record: the store writes it into the run row and creates the step rows.
+ */
+export function plannedBy(events: readonly EmittedEvent[]): { plan: ToolChainPlan; planning: Record<string, unknown> } | undefined {
+  const e = events.find((x) => x.type === "planning_completed" && x.data.plan !== undefined);
+  if (!e) return undefined;
+  const { plan, planner, steps: _steps, ...rest } = e.data as { plan: ToolChainPlan; planner?: Record<string, unknown>; steps?: number };
+  return { plan, planning: { ...planner, ...rest } };
 }
 
 /** Two decisions are the same when they decide, edit and comment alike (the time does not count). */

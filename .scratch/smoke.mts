@@ -1,0 +1,15 @@
+import { readFileSync } from "node:fs";
+import { createRuntime } from "/work/wt-qtable/src/index.js";
+import { qtableSkills, MemoryTableStore } from "/work/wt-qtable/skills/qtable/index.js";
+const store = new MemoryTableStore();
+const rt = createRuntime({ skills: qtableSkills({ store }) });
+const t = await store.ensureWorkspace("acme");
+const plan = JSON.parse(readFileSync("/work/wt-qtable/examples/approval-system.plan.json", "utf8"));
+const h = rt.run(plan, { workspaceId: "acme", context: { goal: "Plan an approval system with e-mail notifications and an audit log", table: { id: t.id }, startDate: "2026-12-18", holidays: ["2026-12-25"] } });
+for await (const e of h.events) console.log(e.seq, e.type, e.stepId ?? "", e.type === "step_failed" ? JSON.stringify(e.data) : "");
+const v = await h.result;
+console.log(v.status, JSON.stringify(v.pendingConfirmations[0]?.preview, null, 1).slice(0, 1500));
+const r = await rt.confirm(v.runId, { stepId: "create", decision: "approve" });
+const v2 = await r.result;
+console.log(v2.status, JSON.stringify(v2.steps.find((s) => s.stepId === "gantt")?.output));
+console.log(JSON.stringify((await store.listRecords("acme", t.id))!.records.slice(0, 3)));

@@ -1,0 +1,238 @@
+/**
+ * The Postgres TableStore (server or embedded PGlite), in the runtime's schema, with its own
+ * versioned migrations (`qtable_migrations`) applied under an advisory lock like the runtime's.
+ */
+import type pg from "pg";
+import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
+import { table, type Database } from "../../src/store/db.js";
+import { TASKS_TABLE, type Field, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
+import { DEFAULT_PAGE, newMessageId, newRecordId, newTableId, type OutboxMessage, type RecordPage, type TableStore, type WriteResult } from "./store.js";
+
+export function qtableMigrations(db: Pick<Database, "schema">): string[] {
+  const t = (n: string) => table(db, n);
+  return [
+    // 0: tables, records, idempotent writes, the notification outbox, seeded workspaces
+    `CREATE TABLE ${t("qtable_tables")} (
+      table_id text PRIMARY KEY,
+      workspace_id text NOT NULL,
+      name text NOT NULL,
+      fields jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      UNIQUE (workspace_id, name)
+    );
+    CREATE TABLE ${t("qtable_records")} (
+      seq bigserial PRIMARY KEY,
+      record_id text NOT NULL UNIQUE,
+      table_id text NOT NULL REFERENCES ${t("qtable_tables")} ON DELETE CASCADE,
+      values jsonb NOT NULL,
+      write_key text,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX qtable_records_table ON ${t("qtable_records")} (table_id, seq);
+    CREATE TABLE ${t("qtable_writes")} (
+      idempotency_key text PRIMARY KEY,
+      workspace_id text NOT NULL,
+      table_id text NOT NULL,
+      record_ids jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE ${t("qtable_outbox")} (
+      seq bigserial PRIMARY KEY,
+      message_id text NOT NULL UNIQUE,
+      workspace_id text NOT NULL,
+      channel text NOT NULL,
+      message text NOT NULL,
+      idempotency_key text NOT NULL UNIQUE,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE ${t("qtable_workspaces")} (
+      workspace_id text PRIMARY KEY,
+      demo_table_id text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );`,
+  ];
+}
+
+const LOCK_KEY = 7_310_031; // arbitrary, constant: "qtable migrations"
+
+export async function migrateQTable(db: Database): Promise<void> {
+  const list = qtableMigrations(db);
+  const client = await db.pool.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_KEY, db.schema]);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, "qtable_migrations")} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, "qtable_migrations")}`);
+    for (let v = (rows[0]?.v ?? -1) + 1; v < list.length; v++) {
+      await client.query(list[v]!);
+      await client.query(`INSERT INTO ${table(db, "qtable_migrations")} (version) VALUES ($1)`, [v]);
+    }
+    await client.query("COMMIT");
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+interface TableRow {
+  table_id: string;
+  name: string;
+  fields: Field[];
+}
+const toTable = (r: TableRow): Table => ({ id: r.table_id, name: r.name, fields: r.fields });
+
+export class PgTableStore implements TableStore {
+  private readonly t: (n: string) => string;
+  /** Workspaces known to be seeded (saves a round trip per call). */
+  private readonly seeded = new Map<string, Table>();
+
+  constructor(private readonly db: Database) {
+    this.t = (n) => table(db, n);
+  }
+
+  async ensureWorkspace(workspaceId: string): Promise<Table> {
+    const hit = this.seeded.get(workspaceId);
+    if (hit) return structuredClone(hit);
+    const t = await this.tx(async (c) => {
+      // one row per workspace decides who seeds it: concurrent callers wait on the row lock
+      const claimed = await c.query(`INSERT INTO ${this.t("qtable_workspaces")} (workspace_id, demo_table_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING demo_table_id`, [workspaceId, newTableId()]);
+      if (claimed.rows.length) {
+        const id = claimed.rows[0].demo_table_id as string;
+        // a user table may already be called "Tasks": the demo table then takes a free name
+        let name = TASKS_TABLE.name;
+        for (let n = 2; (await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [workspaceId, name])).rows.length; n++) name = `${TASKS_TABLE.name} ${n}`;
+        await c.query(`INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4)`, [id, workspaceId, name, JSON.stringify(TASKS_TABLE.fields)]);
+      }
+      const { rows } = await c.query<TableRow>(
+        `SELECT t.table_id, t.name, t.fields FROM ${this.t("qtable_workspaces")} w JOIN ${this.t("qtable_tables")} t ON t.table_id = w.demo_table_id WHERE w.workspace_id = $1`,
+        [workspaceId],
+      );
+      return toTable(rows[0]!);
+    });
+    this.seeded.set(workspaceId, t);
+    return structuredClone(t);
+  }
+
+  async listTables(workspaceId: string): Promise<Table[]> {
+    const { rows } = await this.db.pool.query<TableRow>(`SELECT table_id, name, fields FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 ORDER BY created_at, table_id`, [workspaceId]);
+    return rows.map(toTable);
+  }
+
+  async createTable(workspaceId: string, def: TableDefinition): Promise<Table> {
+    try {
+      const { rows } = await this.db.pool.query<TableRow>(
+        `INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4) RETURNING table_id, name, fields`,
+        [newTableId(), workspaceId, def.name, JSON.stringify(def.fields)],
+      );
+      return toTable(rows[0]!);
+    } catch (e) {
+      if ((e as { code?: string }).code === "23505") throw new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${def.name}" already exists in this workspace`);
+      throw e;
+    }
+  }
+
+  async getTable(workspaceId: string, idOrName: string): Promise<Table | undefined> {
+    const { rows } = await this.db.pool.query<TableRow>(
+      `SELECT table_id, name, fields FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND (table_id = $2 OR name = $2) ORDER BY (table_id = $2) DESC LIMIT 1`,
+      [workspaceId, idOrName],
+    );
+    return rows[0] ? toTable(rows[0]) : undefined;
+  }
+
+  async listRecords(workspaceId: string, tableId: string, page: { limit?: number; cursor?: string } = {}): Promise<RecordPage | undefined> {
+    const t = await this.getTable(workspaceId, tableId);
+    if (!t) return undefined;
+    const limit = page.limit ?? DEFAULT_PAGE;
+    const { rows } = await this.db.pool.query<{ seq: string; record_id: string; values: RecordValues }>(
+      `SELECT seq, record_id, values FROM ${this.t("qtable_records")} WHERE table_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [t.id, page.cursor ?? "0", limit + 1],
+    );
+    const more = rows.length > limit;
+    const shown = rows.slice(0, limit);
+    return { records: shown.map((r) => ({ id: r.record_id, values: r.values })), nextCursor: more ? String(shown.at(-1)!.seq) : null };
+  }
+
+  async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
+    return this.tx(async (c) => {
+      const t = (await c.query<{ table_id: string }>(`SELECT table_id FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND (table_id = $2 OR name = $2) ORDER BY (table_id = $2) DESC LIMIT 1`, [workspaceId, tableId])).rows[0];
+      if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
+      const ids = values.map(() => newRecordId());
+      // the key row is the write's identity: a second writer with the key waits on it, then finds it
+      const claimed = await c.query(`INSERT INTO ${this.t("qtable_writes")} (idempotency_key, workspace_id, table_id, record_ids) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`, [idempotencyKey, workspaceId, t.table_id, JSON.stringify(ids)]);
+      if (!claimed.rows.length) return (await this.readWrite(c, idempotencyKey))!;
+      if (values.length) {
+        await c.query(
+          `INSERT INTO ${this.t("qtable_records")} (record_id, table_id, values, write_key) SELECT r.id, $1, r.v, $2 FROM unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS r(id, v, n) ORDER BY r.n`,
+          [t.table_id, idempotencyKey, ids, values.map((v) => JSON.stringify(v))],
+        );
+      }
+      const records: TableRecord[] = ids.map((id, i) => ({ id, values: values[i]! }));
+      return { tableId: t.table_id, records, created: true };
+    });
+  }
+
+  async findWrite(idempotencyKey: string): Promise<WriteResult | undefined> {
+    const c = await this.db.pool.connect();
+    try {
+      return await this.readWrite(c, idempotencyKey);
+    } finally {
+      c.release();
+    }
+  }
+
+  private async readWrite(c: pg.PoolClient, key: string): Promise<WriteResult | undefined> {
+    const w = (await c.query<{ table_id: string; record_ids: string[] }>(`SELECT table_id, record_ids FROM ${this.t("qtable_writes")} WHERE idempotency_key = $1`, [key])).rows[0];
+    if (!w) return undefined;
+    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE record_id = ANY($1::text[])`, [w.record_ids]);
+    const byId = new Map(rows.map((r) => [r.record_id, r.values]));
+    // records deleted since (compensated) are reported by id with the values they no longer have
+    return { tableId: w.table_id, records: w.record_ids.map((id) => ({ id, values: byId.get(id) ?? {} })), created: false };
+  }
+
+  async deleteRecords(tableId: string, recordIds: string[]): Promise<number> {
+    if (!recordIds.length) return 0;
+    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE table_id = $1 AND record_id = ANY($2::text[])`, [tableId, recordIds]);
+    return r.rowCount ?? 0;
+  }
+
+  async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string): Promise<{ message: OutboxMessage; sent: boolean }> {
+    const { rows } = await this.db.pool.query(
+      `INSERT INTO ${this.t("qtable_outbox")} (message_id, workspace_id, channel, message, idempotency_key) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (idempotency_key) DO NOTHING RETURNING message_id, channel, message, idempotency_key, created_at`,
+      [newMessageId(), workspaceId, channel, message, idempotencyKey],
+    );
+    if (rows[0]) return { message: toMessage(rows[0]), sent: true };
+    return { message: (await this.findMessage(idempotencyKey))!, sent: false };
+  }
+
+  async findMessage(idempotencyKey: string): Promise<OutboxMessage | undefined> {
+    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE idempotency_key = $1`, [idempotencyKey]);
+    return rows[0] ? toMessage(rows[0]) : undefined;
+  }
+
+  async listMessages(workspaceId: string): Promise<OutboxMessage[]> {
+    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 ORDER BY seq`, [workspaceId]);
+    return rows.map(toMessage);
+  }
+
+  private async tx<T>(f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.db.pool.connect();
+    try {
+      await c.query("BEGIN");
+      const out = await f(c);
+      await c.query("COMMIT");
+      return out;
+    } catch (e) {
+      await c.query("ROLLBACK").catch(() => undefined);
+      throw e;
+    } finally {
+      c.release();
+    }
+  }
+}
+
+function toMessage(r: { message_id: string; channel: string; message: string; idempotency_key: string; created_at: Date | string }): OutboxMessage {
+  return { id: r.message_id, channel: r.channel, message: r.message, idempotencyKey: r.idempotency_key, createdAt: new Date(r.created_at).toISOString() };
+}

@@ -1,0 +1,41 @@
+/** Zod shapes shared by the QTable skills (their inputs chain into each other through `$ref`s). */
+import { z } from "zod";
+import { FieldSchema } from "./fields.js";
+
+export const TaskKeySchema = z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "task keys are letters, digits, _ . -");
+
+export const TaskSchema = z.object({
+  key: TaskKeySchema,
+  title: z.string().min(1).max(500),
+  description: z.string().max(10_000).default(""),
+  dependsOn: z.array(TaskKeySchema).max(100).default([]),
+});
+export type Task = z.infer<typeof TaskSchema>;
+
+export const EstimateSchema = z.object({
+  key: TaskKeySchema,
+  days: z.number().positive().max(10_000),
+  confidence: z.number().min(0).max(1).optional(),
+});
+
+const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "dates are YYYY-MM-DD");
+
+export const GanttItemSchema = z.object({
+  key: TaskKeySchema,
+  start: IsoDate,
+  end: IsoDate,
+  days: z.number().int().positive().optional(),
+  slack: z.number().int().min(0).optional(),
+});
+
+export const GanttSchema = z.object({
+  items: z.array(GanttItemSchema),
+  criticalPath: z.array(TaskKeySchema),
+  finish: IsoDate,
+});
+
+export const TableIdSchema = z.string().min(1).max(100).describe("The table's id (tbl_…) or its exact name in the workspace");
+
+export const TableSchemaOutput = z.object({ id: z.string(), name: z.string(), fields: z.array(FieldSchema) });
+
+export const IsoDateSchema = IsoDate;
