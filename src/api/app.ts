@@ -18,6 +18,8 @@ import { runsRouter } from "./runs.js";
 import { consoleRouter } from "./console.js";
 import { securityHeaders } from "./security.js";
 import { skillsRouter } from "./skills.js";
+import { tablesRouter } from "./tables.js";
+import type { TableStore } from "../../skills/qtable/store.js";
 import type { SseOptions, SseStream } from "./sse.js";
 import { mcpHttp, principalFromExtra } from "../mcp/http.js";
 import { createToolchainMcpServer } from "../mcp/server.js";
@@ -45,6 +47,8 @@ export interface AppOptions {
   live?: Live;
   /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
   execution?: Execution;
+  /** The QTable store: serves /api/tables (absent: no table routes). */
+  tables?: TableStore;
   /** Readiness probe (e.g. `SELECT 1`). @default always ready */
   ready?: () => Promise<void>;
   limits?: AppLimits;
@@ -123,6 +127,7 @@ export function createApp(opts: AppOptions): ApiApp {
     app.use("/mcp", ...keyed);
     app.use(mcp.router);
   }
+  if (opts.tables) app.use(tablesRouter(opts.tables));
   app.use(notFound);
   app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
 

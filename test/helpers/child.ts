@@ -75,8 +75,8 @@ export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<s
   };
 }
 
-export async function runToEnd(storage: ChildEnv, args: string[], timeoutMs = 60_000): Promise<Record<string, unknown>[]> {
-  const c = spawnChild(storage, args);
+export async function runToEnd(storage: ChildEnv, args: string[], timeoutMs = 60_000, script?: string): Promise<Record<string, unknown>[]> {
+  const c = spawnChild(storage, args, {}, script);
   const t = setTimeout(() => c.proc.kill("SIGKILL"), timeoutMs);
   await c.exited;
   clearTimeout(t);
