@@ -138,13 +138,17 @@ describe(`REST API on ${postgresBackend.name}`, () => {
     expectErr(await get("/api/tool-chains/runs/nope/events?after=-1"), 400, "INVALID_QUERY");
   });
 
-  test("autoPlan without a planner: 501 PLANNER_NOT_CONFIGURED, no run", async () => {
+  test("autoPlan: the run is planned by the graph's planner node; without the skills to plan it, 422 PLANNING_FAILED (the failed run is kept); bad bodies create nothing", async () => {
     const before = await runCount();
-    const r = await post("/api/tool-chains/run", { request: "plan an approval system", autoPlan: true });
-    expect([r.status, r.body.error.code]).toEqual([501, "PLANNER_NOT_CONFIGURED"]);
     expect((await post("/api/tool-chains/run", { autoPlan: true })).body.error.code).toBe("INVALID_BODY");
     expect((await post("/api/tool-chains/run", { request: "x" })).body.error.code).toBe("INVALID_BODY");
     expect(await runCount()).toBe(before);
+    // no model is configured here and this server has no QTable skills: the fallback cannot plan
+    const r = await post("/api/tool-chains/run", { request: "plan an approval system", autoPlan: true });
+    expect([r.status, r.body.error.code]).toEqual([422, "PLANNING_FAILED"]);
+    expect(r.body.error.details.missingSkills).toContain("qtable.task.split");
+    expect(await runCount()).toBe(before + 1);
+    expect((await get(`/api/tool-chains/runs/${r.body.error.details.runId}`)).body).toMatchObject({ status: "failed", error: { code: "PLANNING_FAILED" } });
   });
 
   test("another workspace's run answers 404 on every run route", async () => {
