@@ -30,6 +30,12 @@ export interface StepRecord {
   rollbackError?: StepError;
   /** Compensation attempts so far (all rounds). */
   rollbackAttempts?: number;
+  /** Attempts of the step's fallback skill so far. */
+  fallbackAttempts?: number;
+  /** The fallback skill's resolved arguments (for its reconcile). */
+  fallbackInput?: unknown;
+  /** Waiting because fallback attempt n is in doubt (approve = retry the fallback). */
+  fallbackInDoubt?: number;
 }
 
 /** Strict rollback stopped at a failed compensation; an operator decides what happens next. */
@@ -52,6 +58,11 @@ export interface Decision {
   output?: unknown;
   comment?: string;
   at?: string;
+  /**
+   * The wait this decision answers (the step's `waitRound`; for a failed strict compensation the
+   * block's round). A decision never applies to another round of the same step.
+   */
+  round?: number;
 }
 
 /** Which planner wrote the run's plan (absent when the caller gave the plan). */

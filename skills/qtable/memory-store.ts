@@ -18,7 +18,10 @@ export class MemoryTableStore implements TableStore {
   async ensureWorkspace(workspaceId: string): Promise<Table> {
     const id = this.demo.get(workspaceId);
     if (id) return view(this.tables.get(id)!);
-    const t = this.insertTable(workspaceId, TASKS_TABLE);
+    // a user table may already be called "Tasks": the demo table then takes a free name
+    let name = TASKS_TABLE.name;
+    for (let n = 2; [...this.tables.values()].some((x) => x.workspaceId === workspaceId && x.name === name); n++) name = `${TASKS_TABLE.name} ${n}`;
+    const t = this.insertTable(workspaceId, { ...TASKS_TABLE, name });
     this.demo.set(workspaceId, t.id);
     return view(t);
   }
@@ -51,8 +54,8 @@ export class MemoryTableStore implements TableStore {
   }
 
   async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
-    const prior = await this.findWrite(idempotencyKey);
-    if (prior) return prior;
+    // no await before the key is taken: concurrent repeats see it
+    if (this.writes.has(idempotencyKey)) return (await this.findWrite(idempotencyKey))!;
     const t = this.find(workspaceId, tableId);
     if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`);
     const recs = values.map((v) => ({ id: newRecordId(), values: clone(v) }));
@@ -80,8 +83,8 @@ export class MemoryTableStore implements TableStore {
   }
 
   async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string) {
-    const prior = await this.findMessage(idempotencyKey);
-    if (prior) return { message: prior, sent: false };
+    const prior = this.outbox.find((x) => x.idempotencyKey === idempotencyKey);
+    if (prior) return { message: strip(prior), sent: false };
     const m = { id: newMessageId(), channel, message, idempotencyKey, createdAt: new Date().toISOString(), workspaceId };
     this.outbox.push(m);
     return { message: strip(m), sent: true };

@@ -16,6 +16,8 @@ import { opsRouter } from "./ops.js";
 import { RunService, type Execution } from "./run-service.js";
 import { runsRouter } from "./runs.js";
 import { skillsRouter } from "./skills.js";
+import { tablesRouter } from "./tables.js";
+import type { TableStore } from "../../skills/qtable/store.js";
 import type { SseOptions, SseStream } from "./sse.js";
 
 export interface AppLimits {
@@ -34,6 +36,8 @@ export interface AppOptions {
   live?: Live;
   /** inline: runs execute in this process; queue: recorded for worker processes. @default "inline" */
   execution?: Execution;
+  /** The QTable store: serves /api/tables (absent: no table routes). */
+  tables?: TableStore;
   /** Readiness probe (e.g. `SELECT 1`). @default always ready */
   ready?: () => Promise<void>;
   limits?: AppLimits;
@@ -93,6 +97,7 @@ export function createApp(opts: AppOptions): ApiApp {
   app.use("/api", requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }));
   app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
   app.use(skillsRouter(runtime));
+  if (opts.tables) app.use(tablesRouter(opts.tables));
   app.use(notFound);
   app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
 

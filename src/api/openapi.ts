@@ -8,6 +8,10 @@ import { ToolChainPlanSchema } from "../plan/schema.js";
 import {
   CancelRequestSchema,
   ConfirmRequestSchema,
+  CreateTableRequestSchema,
+  RecordListResponseSchema,
+  TableListResponseSchema,
+  TableSchema,
   ErrorResponseSchema,
   EventsResponseSchema,
   HealthResponseSchema,
@@ -42,7 +46,7 @@ const ERROR_TEXT: Record<number, string> = {
   400: "invalid request (INVALID_JSON, INVALID_BODY, INVALID_QUERY) or plan (PLAN_CYCLE, UNKNOWN_SKILL, SKILL_NOT_ALLOWED, ...)",
   401: "UNAUTHORIZED: missing, unknown or revoked API key",
   404: "RUN_NOT_FOUND (also for another workspace's run) or NOT_FOUND",
-  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE",
+  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE / TABLE_NAME_TAKEN",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
   429: "TOO_MANY_REQUESTS for this key (see Retry-After)",
@@ -50,6 +54,8 @@ const ERROR_TEXT: Record<number, string> = {
   503: "NOT_READY",
 };
 const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
+const tableId = { name: "tableId", in: "path", required: true, schema: { type: "string" }, description: "the table's id (or its exact name in the workspace)" };
+const tableNotFound = { "404": json("Error", "TABLE_NOT_FOUND (also for another workspace's table)") };
 const common = errors(401, 429);
 const body = (id: string, required = true) => ({ required, content: { "application/json": { schema: ref(id) } } });
 const runResponses = { "200": json("RunView", "the run is terminal or waits for confirmation"), "202": json("RunView", "accepted (`wait: false`, or still running after the server's wait limit)") };
@@ -61,6 +67,7 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
       [PlanRequestSchema, "PlanRequest"],
       [ConfirmRequestSchema, "ConfirmRequest"],
       [CancelRequestSchema, "CancelRequest"],
+      [CreateTableRequestSchema, "CreateTableRequest"],
     ],
     "input",
   );
@@ -75,6 +82,9 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
       [ErrorResponseSchema, "Error"],
       [HealthResponseSchema, "Health"],
       [RunStatusSchema, "RunStatus"],
+      [TableSchema, "Table"],
+      [TableListResponseSchema, "TableList"],
+      [RecordListResponseSchema, "RecordList"],
     ],
     "output",
   );
@@ -128,6 +138,25 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
       },
       "/api/skills": {
         get: { operationId: "skills", summary: "The workspace's skill manifest", responses: { "200": json("SkillList", "skills this workspace may use"), ...common } },
+      },
+      "/api/tables": {
+        get: { operationId: "listTables", summary: "The workspace's tables (its demo \"Tasks\" table is created on first use)", responses: { "200": json("TableList", "tables with their fields"), ...common } },
+        post: { operationId: "createTable", summary: "Create a table with a typed schema", requestBody: body("CreateTableRequest"), responses: { "201": json("Table", "the table (Location: /api/tables/<id>)"), ...errors(400, 409, 413, 415), ...common } },
+      },
+      "/api/tables/{tableId}": {
+        get: { operationId: "getTable", summary: "A table's schema", parameters: [tableId], responses: { "200": json("Table", "the table"), ...tableNotFound, ...common } },
+      },
+      "/api/tables/{tableId}/records": {
+        get: {
+          operationId: "listRecords",
+          summary: "A table's records, oldest first",
+          parameters: [
+            tableId,
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
+            { name: "cursor", in: "query", required: false, schema: { type: "string" }, description: "nextCursor of the previous page" },
+          ],
+          responses: { "200": json("RecordList", "a page of records: `{ id, ...values }`"), ...errors(400), ...tableNotFound, ...common },
+        },
       },
       "/healthz": { get: { operationId: "health", summary: "The process is up", security: [], responses: { "200": json("Health", "up") } } },
       "/readyz": { get: { operationId: "ready", summary: "The database is reachable", security: [], responses: { "200": json("Health", "ready"), ...errors(503) } } },

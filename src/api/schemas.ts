@@ -9,6 +9,7 @@ import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema, ToolChainStepSchema } from "../plan/schema.js";
 import { ConfirmInputSchema } from "../runtime/runtime.js";
+import { FieldSchema, TableDefinitionSchema } from "../../skills/qtable/fields.js";
 
 export const RUN_STATUSES = Object.values(RunStatus) as [RunStatus, ...RunStatus[]];
 export const RunStatusSchema = z.enum(RUN_STATUSES);
@@ -190,3 +191,19 @@ export const SkillManifestEntrySchema = z.object({
 export const SkillsResponseSchema = z.object({ skills: z.array(SkillManifestEntrySchema) });
 
 export const HealthResponseSchema = z.object({ status: z.string() });
+
+// ---- tables (skills/qtable) -------------------------------------------------------------------
+
+export const CreateTableRequestSchema = TableDefinitionSchema;
+
+export const ListRecordsQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  cursor: z.string().regex(/^\d{1,19}$/, "cursor is the nextCursor of the previous page").optional().describe("`nextCursor` of the previous page."),
+});
+
+export const TableSchema = z.object({ id: z.string(), name: z.string(), fields: z.array(FieldSchema) });
+export const TableListResponseSchema = z.object({ tables: z.array(TableSchema) });
+export const RecordListResponseSchema = z.object({
+  records: z.array(z.looseObject({ id: z.string() }).describe("`id` and the record's values keyed by field name")),
+  nextCursor: z.string().nullable(),
+});

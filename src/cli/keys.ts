@@ -12,7 +12,12 @@ function flag(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-export async function keysCommand(access: AccessStore, args: string[], out: (s: string) => void = console.log): Promise<number> {
+export interface KeysHooks {
+  /** Called for the workspace of a new key (e.g. to create its demo table); its result is printed. */
+  onWorkspace?(workspaceId: string): Promise<Record<string, unknown> | undefined>;
+}
+
+export async function keysCommand(access: AccessStore, args: string[], out: (s: string) => void = console.log, hooks: KeysHooks = {}): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "create": {
@@ -23,8 +28,9 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
       }
       const skills = flag(rest, "--skills");
       const ws = await access.ensureWorkspace(workspace, skills !== undefined ? { allowedSkills: skills === "*" ? null : skills.split(",").map((s) => s.trim()).filter(Boolean) } : {});
+      const extra = (await hooks.onWorkspace?.(ws.workspaceId)) ?? {};
       const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label") });
-      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills }, null, 2));
+      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, ...extra }, null, 2));
       console.error("store this key now: it is not shown again");
       return 0;
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * `toolchain` CLI.
- *   demo                               run the demo plan (default)
- *   run <plan.json> [--context <json>] run a plan here, printing live events
+ *   demo [--approve|--reject]          the approval-system chain on the QTable pack (default)
+ *   run <plan.json> [--context <json>] [--workspace <id>]  run a plan here, printing live events
  *   validate <plan.json>               validate only
  *   plan --request "…" [--context <json>]  plan a request (nothing runs): src/cli/plan.ts
  *   confirm <runId> <stepId> approve|reject|mark_done [--arguments <json>] [--output <json>]
@@ -23,7 +23,7 @@ import { configFromEnv, startServer } from "../server/serve.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
 import { keysCommand } from "./keys.js";
 import type { RunView } from "../runtime/view.js";
-import { demoPlan } from "./demo-plan.js";
+import { demoCommand } from "./demo.js";
 import { planCommand } from "./plan.js";
 
 function fmt(e: RunEvent): string {
@@ -59,10 +59,16 @@ async function main(argv: string[]): Promise<number> {
     });
     return 0;
   }
-  const { runtime, db, close } = await openRuntime();
+  const opened = await openRuntime();
+  const { runtime, db, tables, close } = opened;
   if (cmd === "keys") {
     try {
-      return await keysCommand(new PgAccessStore(db), args);
+      return await keysCommand(new PgAccessStore(db), args, undefined, {
+        onWorkspace: async (ws) => {
+          const t = await tables?.ensureWorkspace(ws);
+          return t ? { tasksTable: { id: t.id, name: t.name } } : undefined;
+        },
+      });
     } finally {
       await close();
     }
@@ -80,10 +86,13 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case "demo":
+        return await demoCommand(opened, args);
       case "run": {
-        const plan = cmd === "demo" ? demoPlan : JSON.parse(await readFile(args[0] ?? "", "utf8"));
-        const context = JSON.parse(flag(args, "--context") ?? (cmd === "demo" ? '{"table":"tbl_demo"}' : "{}"));
-        const view = await printRun(runtime.run(plan, { context }));
+        const plan = JSON.parse(await readFile(args[0] ?? "", "utf8"));
+        const context = JSON.parse(flag(args, "--context") ?? "{}");
+        const workspaceId = flag(args, "--workspace");
+        if (workspaceId) await tables?.ensureWorkspace(workspaceId);
+        const view = await printRun(runtime.run(plan, { context, ...(workspaceId ? { workspaceId } : {}) }));
         console.log(view.graph.mermaid);
         return view.status === "completed" || view.status === "waiting_confirmation" ? 0 : 1;
       }

@@ -7,6 +7,10 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openDatabase, type Database } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
 import { PgRunStore } from "../store/pg-run-store.js";
+import { SkillRegistry } from "../skills/registry.js";
+import { Planner, plannerConfigFromEnv } from "../planner/index.js";
+import { modelTaskSplitter } from "../planner/task-splitter.js";
+import { migrateQTable, PgTableStore, qtableSkills, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
 import { Runtime, type RuntimeOptions } from "./runtime.js";
 
 export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" | "store"> {
@@ -15,12 +19,20 @@ export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" 
   dataDir?: string;
   schema?: string;
   poolSize?: number;
+  /**
+   * The QTable skill pack (skills/qtable) on this database: its tables are migrated and its skills
+   * registered. `false` leaves it out; an object passes the model seams (splitWith, estimateWith).
+   * @default true
+   */
+  qtable?: boolean | Omit<QTableOptions, "store">;
 }
 
 export interface OpenedRuntime {
   runtime: Runtime;
   db: Database;
   saver: PostgresSaver;
+  /** The QTable store (absent with `qtable: false`). */
+  tables?: TableStore;
   close(): Promise<void>;
 }
 
@@ -32,12 +44,30 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
   try {
     const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
+    let tables: TableStore | undefined;
+    let skills = opts.skills;
+    if (opts.qtable !== false) {
+      await migrateQTable(db);
+      tables = new PgTableStore(db);
+      // qtable.task.split uses the planner's model when one is configured
+      const plannerOpts = opts.planner instanceof Planner ? opts.planner.config : { ...plannerConfigFromEnv(), ...opts.planner };
+      const splitWith = modelTaskSplitter(plannerOpts);
+      const pack = qtableSkills({ ...(splitWith ? { splitWith } : {}), ...(typeof opts.qtable === "object" ? opts.qtable : {}), store: tables });
+      if (skills instanceof SkillRegistry) {
+        for (const s of pack) if (!skills.has(s.name)) skills.register(s);
+      } else {
+        // a skill the caller passes under a pack name replaces the pack's
+        const own = skills ?? [];
+        skills = [...pack.filter((p) => !own.some((s) => s.name === p.name)), ...own];
+      }
+    }
     const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
-    const runtime = new Runtime({ ...opts, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
+    const runtime = new Runtime({ ...opts, skills, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
     return {
       runtime,
       db,
       saver,
+      tables,
       async close() {
         await runtime.drain();
         await db.close();

@@ -100,11 +100,13 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
   try {
     for (const k of cfg.keys) {
       await access.ensureWorkspace(k.workspace, k.skills ? { allowedSkills: k.skills } : {});
+      await opened.tables?.ensureWorkspace(k.workspace); // its demo "Tasks" table
       await access.createKey(k.workspace, { key: k.key, label: "configured" });
     }
     let devKey: string | undefined;
     if (cfg.devKey && (await access.countKeys()) === 0) {
       await access.ensureWorkspace("local");
+      await opened.tables?.ensureWorkspace("local");
       devKey = (await access.createKey("local", { label: "local development" })).key;
       const file = devKeyFile(cfg.dataDir);
       if (file && db.kind === "embedded") {
@@ -118,6 +120,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
       auth: cachedAuthenticator(access, cfg.authCacheMs),
       live,
       execution: cfg.execution,
+      tables: opened.tables,
       limits: cfg.limits,
       ready: async () => void (await db.pool.query("SELECT 1")),
     });

@@ -1,0 +1,50 @@
+/**
+ * /api/tables: the caller's workspace's tables (skills/qtable). Scoped like runs: another
+ * workspace's table answers 404 TABLE_NOT_FOUND, indistinguishable from a missing one. The
+ * workspace's demo "Tasks" table is created on its first request if it does not exist yet.
+ */
+import { Router } from "express";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import type { TableStore } from "../../skills/qtable/store.js";
+import type { TableRecord } from "../../skills/qtable/fields.js";
+import { principalOf } from "./auth.js";
+import { parseWith } from "./errors.js";
+import { CreateTableRequestSchema, ListRecordsQuerySchema } from "./schemas.js";
+
+const notFound = (id: string) => new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${id} not found`);
+const flat = (r: TableRecord) => ({ ...r.values, id: r.id });
+
+export function tablesRouter(tables: TableStore): Router {
+  const r = Router();
+  const workspace = async (res: Parameters<typeof principalOf>[0]) => {
+    const ws = principalOf(res).workspaceId;
+    await tables.ensureWorkspace(ws);
+    return ws;
+  };
+
+  r.get("/api/tables", async (_req, res) => {
+    res.json({ tables: await tables.listTables(await workspace(res)) });
+  });
+
+  r.post("/api/tables", async (req, res) => {
+    const body = parseWith(CreateTableRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
+    const t = await tables.createTable(await workspace(res), body);
+    res.status(201).setHeader("Location", `/api/tables/${encodeURIComponent(t.id)}`);
+    res.json(t);
+  });
+
+  r.get("/api/tables/:tableId", async (req, res) => {
+    const t = await tables.getTable(await workspace(res), req.params.tableId);
+    if (!t) throw notFound(req.params.tableId);
+    res.json(t);
+  });
+
+  r.get("/api/tables/:tableId/records", async (req, res) => {
+    const q = parseWith(ListRecordsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
+    const page = await tables.listRecords(await workspace(res), req.params.tableId, { limit: q.limit, cursor: q.cursor });
+    if (!page) throw notFound(req.params.tableId);
+    res.json({ records: page.records.map(flat), nextCursor: page.nextCursor });
+  });
+
+  return r;
+}
