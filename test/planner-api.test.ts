@@ -12,7 +12,7 @@ import { Runtime } from "../src/runtime/runtime.js";
 import { openDatabase, type Database } from "../src/store/db.js";
 import { migrate } from "../src/store/migrations.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
-import { call, collectSse, newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
+import { call, collectSse, newKey, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
 import { freshSchema, postgresBackend, serverUrl } from "./helpers/backends.js";
 import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
 
@@ -161,5 +161,25 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
     expect(RunViewSchema.parse(run.body)).toMatchObject({ status: "failed", error: { code: "PLANNING_FAILED" }, plan: { steps: [] } });
     const types = (await get(`/api/tool-chains/runs/${runId}/events`)).body.events.map((e: { type: string }) => e.type);
     expect(types).toEqual(["planning_started", "planning_failed", "run_failed"]);
+  });
+
+  test("a queued run (API-only process) is planned by the worker that takes it, with the submitter's allowlist", async () => {
+    const worker = new Runtime({ skills: runtime.registry, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), owner: "worker", planner: {} });
+    try {
+      const context = { table: { id: tableId }, startDate: "2026-12-07" };
+      const ok = await runtime.submitRequest(REQUEST, { context, workspaceId: "ws-plan" });
+      const narrow = await runtime.submitRequest(REQUEST, { context, workspaceId: "ws-plan", allowSkill: (n) => n !== "qtable.table.schema.describe" });
+      expect((await runtime.store.getRow(ok.runId))!.status).toBe("queued");
+      await until(async () => ((await worker.recover()).length ? false : true) && ["waiting_confirmation", "failed"].includes((await runtime.store.getRow(ok.runId))!.status) && (await runtime.store.getRow(narrow.runId))!.status === "failed", 60_000);
+      await worker.drain();
+      const planned = await worker.getRun(ok.runId);
+      expect(planned.status).toBe("waiting_confirmation");
+      expect(planned.planning).toMatchObject({ kind: "fallback", fallbackReason: "not_configured" });
+      expect((await runtime.store.getRow(ok.runId))!.plan.steps).toHaveLength(5);
+      const refused = await worker.getRun(narrow.runId);
+      expect(refused.error).toMatchObject({ code: "PLANNING_FAILED", details: { missingSkills: ["qtable.table.schema.describe"] } });
+    } finally {
+      await worker.drain();
+    }
   });
 });

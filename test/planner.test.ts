@@ -12,6 +12,8 @@ import { coreSkills } from "../skills/core/index.js";
 import { SkillRegistry } from "../src/skills/registry.js";
 import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
+import { modelTaskSplitter } from "../src/planner/task-splitter.js";
+import { decomposeGoal } from "../skills/qtable/index.js";
 
 const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
 
@@ -226,5 +228,24 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     expect(failed.status).toBe("failed");
     expect(failed.error?.code).toBe("PLANNING_FAILED");
     expect(failed.plan.steps).toEqual([]);
+  });
+
+  test("qtable.task.split with the planner's model (splitWith): the model's tasks; the deterministic split when the model fails or its tasks do not hold together", async () => {
+    expect(modelTaskSplitter({})).toBeUndefined();
+    const split = modelTaskSplitter({ model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000 })!;
+    const signal = new AbortController().signal;
+    const modelTasks = [
+      { key: "spec", title: "Write the approval spec", description: "", dependsOn: [] },
+      { key: "build", title: "Build approvals", description: "", dependsOn: ["spec"] },
+    ];
+    const before = mock.requests.length;
+    mock.script({ toolCall: { tasks: modelTasks } });
+    expect(await split("an approval system", undefined, signal)).toEqual(modelTasks);
+    expect(mock.requests[before]!.tools[0].function.name).toBe("TaskList");
+    const deterministic = decomposeGoal("an approval system");
+    mock.script({ status: 500 });
+    expect(await split("an approval system", undefined, signal)).toEqual(deterministic);
+    mock.script({ toolCall: { tasks: [{ key: "a", title: "A", dependsOn: ["b"] }, { key: "b", title: "B", dependsOn: ["a"] }] } });
+    expect(await split("an approval system", undefined, signal)).toEqual(deterministic);
   });
 });
