@@ -248,4 +248,22 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     mock.script({ toolCall: { tasks: [{ key: "a", title: "A", dependsOn: ["b"] }, { key: "b", title: "B", dependsOn: ["a"] }] } });
     expect(await split("an approval system", undefined, signal)).toEqual(deterministic);
   });
+
+  test("a run cancelled while the model is still planning stops at once: nothing ran, the run fails with CANCELLED", async () => {
+    const rt = createRuntime({ skills: registry, planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 120_000 } });
+    mock.script({ hang: true });
+    const h = rt.runRequest(REQUEST, { context: context() });
+    const types: string[] = [];
+    for await (const e of h.events) {
+      types.push(e.type);
+      if (e.type === "planning_started") await rt.cancel(h.runId, "changed my mind");
+    }
+    const view = await h.result;
+    expect(types).toEqual(["planning_started", "planning_failed", "run_failed"]);
+    expect(view.status).toBe("failed");
+    expect(view.error).toMatchObject({ code: "CANCELLED", message: "changed my mind" });
+    expect(view.steps).toEqual([]);
+    mock.script({ toolCall: twoSteps }); // the hanging answer is abandoned; later tests get fresh answers
+  });
 });
+
