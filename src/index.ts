@@ -11,3 +11,26 @@ export { StepStatus, RunStatus, RollbackStatus } from "./kernel/status.js";
 export { EventType, type RunEvent } from "./kernel/events.js";
 export { Scheduler } from "./kernel/scheduler.js";
 export { coreSkills } from "../skills/core/index.js";
+export {
+  qtableSkills,
+  QTABLE_SKILL_NAMES,
+  MemoryTableStore,
+  PgTableStore,
+  migrateQTable,
+  TASKS_TABLE,
+  generateGantt,
+  decomposeGoal,
+  estimateTask,
+  type QTableOptions,
+  type SplitWith,
+  type EstimateWith,
+  type Estimate,
+  type Task,
+  type TableStore,
+  type Table,
+  type Field,
+  type TableDefinition,
+  type TableRecord,
+  type Gantt,
+  type GanttInput,
+} from "../skills/qtable/index.js";

@@ -28,8 +28,8 @@ export function sharedStorage(): ChildEnv {
   return { env, schema };
 }
 
-export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("test/fixtures/crash-child.ts"), ...args], {
+export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}, script = "test/fixtures/crash-child.ts"): Child {
+  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve(script), ...args], {
     env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -75,8 +75,8 @@ export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<s
   };
 }
 
-export async function runToEnd(storage: ChildEnv, args: string[], timeoutMs = 60_000): Promise<Record<string, unknown>[]> {
-  const c = spawnChild(storage, args);
+export async function runToEnd(storage: ChildEnv, args: string[], timeoutMs = 60_000, script?: string): Promise<Record<string, unknown>[]> {
+  const c = spawnChild(storage, args, {}, script);
   const t = setTimeout(() => c.proc.kill("SIGKILL"), timeoutMs);
   await c.exited;
   clearTimeout(t);

@@ -18,7 +18,7 @@ import { freshSchema, serverUrl } from "./backends.js";
 export class FaultyTableStore implements TableStore {
   inner!: TableStore;
   writes = 0;
-  faults: { afterWrite?: (n: number) => void } = {};
+  faults: { beforeWrite?: () => Promise<void> | void; afterWrite?: (n: number) => void } = {};
   ensureWorkspace: TableStore["ensureWorkspace"] = (...a) => this.inner.ensureWorkspace(...a);
   listTables: TableStore["listTables"] = (...a) => this.inner.listTables(...a);
   createTable: TableStore["createTable"] = (...a) => this.inner.createTable(...a);
@@ -30,6 +30,7 @@ export class FaultyTableStore implements TableStore {
   findMessage: TableStore["findMessage"] = (...a) => this.inner.findMessage(...a);
   listMessages: TableStore["listMessages"] = (...a) => this.inner.listMessages(...a);
   createRecords: TableStore["createRecords"] = async (...a) => {
+    await this.faults.beforeWrite?.();
     const r = await this.inner.createRecords(...a);
     if (r.created) this.writes++;
     this.faults.afterWrite?.(this.writes);
