@@ -8,6 +8,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { migrateQTable, PgTableStore, qtableSkills } from "../skills/qtable/index.js";
 import { ErrorResponseSchema, PlanResponseSchema, RunViewSchema } from "../src/api/schemas.js";
+import { Planner } from "../src/planner/index.js";
 import { Runtime } from "../src/runtime/runtime.js";
 import { openDatabase, type Database } from "../src/store/db.js";
 import { migrate } from "../src/store/migrations.js";
@@ -164,7 +165,7 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
   });
 
   test("a queued run (API-only process) is planned by the worker that takes it, with the submitter's allowlist", async () => {
-    const worker = new Runtime({ skills: runtime.registry, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), owner: "worker", planner: {} });
+    const worker = new Runtime({ skills: runtime.registry, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), owner: "worker", planner: new Planner({ registry: runtime.registry }) });
     try {
       const context = { table: { id: tableId }, startDate: "2026-12-07" };
       const ok = await runtime.submitRequest(REQUEST, { context, workspaceId: "ws-plan" });
