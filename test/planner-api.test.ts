@@ -49,7 +49,7 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
     key = await newKey(api.access, "ws-plan");
     narrowKey = await newKey(api.access, "ws-narrow", ["core.*"]);
     tableId = (await tables.ensureWorkspace("ws-plan")).id;
-  });
+  }, 180_000); // embedded Postgres migrations on a loaded 2-core machine
   afterAll(async () => {
     await api?.close();
     await runtime?.drain();
