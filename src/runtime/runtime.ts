@@ -262,11 +262,31 @@ export class Runtime {
     return this.resumeRecorded(runId);
   }
 
+  /**
+   * How to continue a run from its checkpoint, which is the truth (the row is a projection of
+   * events and may run ahead of it when a process died between an event flush and a checkpoint):
+   * nothing saved yet → start it; stopped at an interrupt → resume with the recorded decisions;
+   * otherwise → continue where the checkpoint stands.
+   */
+  private async continuation(runId: string): Promise<Partial<RunState> | Command | null> {
+    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    if (!(snap.values as Partial<RunState>)?.runId) {
+      const row = await this.store.getRow(runId);
+      const now = new Date(this.env.now()).toISOString();
+      const input: Partial<RunState> = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
+      // a run started from a request: the worker's planner node plans it
+      if (row!.planningInput) Object.assign(input, { request: row!.planningInput.request, allowedSkills: row!.planningInput.allowedSkills });
+      return input;
+    }
+    if (snap.tasks.some((t) => t.interrupts.length > 0)) return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
+    return null;
+  }
+
   /** Resume a suspended run with every recorded decision not yet applied (if we can take its lease). */
   private async resumeRecorded(runId: string): Promise<RunHandle> {
-    const resume: ResumeValue = { decisions: await this.recordedDecisions(runId) };
+    const input = await this.continuation(runId);
     try {
-      return this.drive(runId, new Command({ resume }));
+      return this.drive(runId, input);
     } catch (e) {
       // another process executes the run: it polls recorded decisions and applies this one
       if ((e as ToolchainError).code === ErrorCode.RUN_NOT_ACTIVE) return this.follow(runId);
@@ -339,16 +359,12 @@ export class Runtime {
     const started: string[] = [];
     for (const runId of claimed) {
       if (this.active.has(runId)) continue;
-      const snap = await this.graph.getState({ configurable: { thread_id: runId } });
-      let input: Partial<RunState> | Command | null = null;
-      const row = await this.store.getRow(runId);
-      if (row?.status === "waiting_confirmation" || row?.status === "rollback_failed") {
-        // decisions were recorded but the process that took them died before resuming
-        input = new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
-      } else if (!(snap.values as Partial<RunState>)?.runId) {
-        const now = new Date(this.env.now()).toISOString();
-        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
-        if (row!.planningInput) Object.assign(input, { request: row!.planningInput.request, allowedSkills: row!.planningInput.allowedSkills });
+      let input: Partial<RunState> | Command | null;
+      try {
+        input = await this.continuation(runId);
+      } catch {
+        await this.store.releaseLease(runId, this.owner).catch(() => undefined);
+        continue;
       }
       try {
         // the lease was taken by claimRunnable; the drive renews and releases it
@@ -431,7 +447,9 @@ export class Runtime {
       for (;;) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        if (SETTLED.has(row.status) && !row.leaseOwner && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
+        // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
+        const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
+        if (SETTLED.has(row.status) && !leased && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
