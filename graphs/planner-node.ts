@@ -37,6 +37,9 @@ export function makePlannerNode(env: RuntimeEnv) {
     const model = env.planner.model;
     emit(EventType.planning_started, undefined, { source: "planner", request, ...(model ? { model } : {}) });
     const allowed = Array.isArray(state.allowedSkills) ? new Set(state.allowedSkills) : undefined;
+    // a cancel while the model thinks aborts the call (the run then fails with CANCELLED: nothing ran)
+    const cancel = env.controls.signal(state.runId);
+    const signal = config.signal ? AbortSignal.any([config.signal, cancel]) : cancel;
     try {
       const out = await env.planner.plan({
         request,
@@ -44,14 +47,15 @@ export function makePlannerNode(env: RuntimeEnv) {
         memory: state.memory,
         allowSkill: allowed ? (name) => allowed.has(name) : undefined,
         workspaceId: state.workspaceId,
-        signal: config.signal,
+        signal,
       });
       const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };
       emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
       return { plan: out.plan, planning, status: "running", updatedAt: at() };
     } catch (e) {
-      if (config.signal?.aborted) throw e; // cancelled or lease lost: not a planning failure
-      const error = toStepError(e);
+      if (config.signal?.aborted) throw e; // the drive stopped (lease lost, shutdown): plan again on resume
+      const error = cancel.aborted ? toStepError(cancel.reason ?? new ToolchainError(ErrorCode.CANCELLED, "cancelled while planning")) : toStepError(e);
+      if (cancel.aborted) env.controls.release(state.runId);
       emit(EventType.planning_failed, undefined, { error, ...(model ? { model } : {}) });
       return { plan: state.plan ?? { goal: request.slice(0, 10_000), steps: [] as never, onFailure: "skip_dependents", rollbackMode: "best_effort" }, status: "failed", error, updatedAt: at() };
     }

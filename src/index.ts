@@ -34,3 +34,18 @@ export {
   type Gantt,
   type GanttInput,
 } from "../skills/qtable/index.js";
+export {
+  Planner,
+  plannerConfigFromEnv,
+  OpenAiPlanModel,
+  type PlannerOptions,
+  type PlannerConfig,
+  type PlanningInput,
+  type PlanningOutcome,
+  type PlannerInfo,
+  type PlanWarning,
+  type FallbackReason,
+  type PlanModel,
+  type TokenUsage,
+} from "./planner/index.js";
+export { modelTaskSplitter } from "./planner/task-splitter.js";

@@ -138,13 +138,23 @@ describe(`REST API on ${postgresBackend.name}`, () => {
     expectErr(await get("/api/tool-chains/runs/nope/events?after=-1"), 400, "INVALID_QUERY");
   });
 
-  test("autoPlan without a planner: 501 PLANNER_NOT_CONFIGURED, no run", async () => {
+  test("autoPlan: the run is planned by the graph's planner node; without the skills to plan it, 422 PLANNING_FAILED (the failed run is kept); bad bodies create nothing", async () => {
     const before = await runCount();
-    const r = await post("/api/tool-chains/run", { request: "plan an approval system", autoPlan: true });
-    expect([r.status, r.body.error.code]).toEqual([501, "PLANNER_NOT_CONFIGURED"]);
     expect((await post("/api/tool-chains/run", { autoPlan: true })).body.error.code).toBe("INVALID_BODY");
     expect((await post("/api/tool-chains/run", { request: "x" })).body.error.code).toBe("INVALID_BODY");
     expect(await runCount()).toBe(before);
+    // no model is configured here and workspace B may only use core.pass: the fallback cannot plan there
+    const beforeB = await runCount(keyB);
+    const r = await post("/api/tool-chains/run", { request: "plan an approval system", autoPlan: true }, keyB);
+    expect([r.status, r.body.error.code]).toEqual([422, "PLANNING_FAILED"]);
+    expect(r.body.error.details.missingSkills).toContain("qtable.task.split");
+    expect(await runCount(keyB)).toBe(beforeB + 1);
+    expect((await get(`/api/tool-chains/runs/${r.body.error.details.runId}`, keyB)).body).toMatchObject({ status: "failed", error: { code: "PLANNING_FAILED" } });
+    // workspace A has the QTable pack: the fallback plans it (no table in the context: split, estimate, Gantt) and it runs
+    const ok = await post("/api/tool-chains/run", { request: "plan an approval system", autoPlan: true });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ status: "completed", planning: { kind: "fallback", fallbackReason: "not_configured" } });
+    expect(ok.body.plan.steps.map((x: { stepId: string }) => x.stepId)).toEqual(["split", "estimate", "gantt"]);
   });
 
   test("another workspace's run answers 404 on every run route", async () => {

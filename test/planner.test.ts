@@ -12,6 +12,8 @@ import { coreSkills } from "../skills/core/index.js";
 import { SkillRegistry } from "../src/skills/registry.js";
 import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
+import { modelTaskSplitter } from "../src/planner/task-splitter.js";
+import { decomposeGoal } from "../skills/qtable/index.js";
 
 const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
 
@@ -227,4 +229,41 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     expect(failed.error?.code).toBe("PLANNING_FAILED");
     expect(failed.plan.steps).toEqual([]);
   });
+
+  test("qtable.task.split with the planner's model (splitWith): the model's tasks; the deterministic split when the model fails or its tasks do not hold together", async () => {
+    expect(modelTaskSplitter({})).toBeUndefined();
+    const split = modelTaskSplitter({ model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000 })!;
+    const signal = new AbortController().signal;
+    const modelTasks = [
+      { key: "spec", title: "Write the approval spec", description: "", dependsOn: [] },
+      { key: "build", title: "Build approvals", description: "", dependsOn: ["spec"] },
+    ];
+    const before = mock.requests.length;
+    mock.script({ toolCall: { tasks: modelTasks } });
+    expect(await split("an approval system", undefined, signal)).toEqual(modelTasks);
+    expect(mock.requests[before]!.tools[0].function.name).toBe("TaskList");
+    const deterministic = decomposeGoal("an approval system");
+    mock.script({ status: 500 });
+    expect(await split("an approval system", undefined, signal)).toEqual(deterministic);
+    mock.script({ toolCall: { tasks: [{ key: "a", title: "A", dependsOn: ["b"] }, { key: "b", title: "B", dependsOn: ["a"] }] } });
+    expect(await split("an approval system", undefined, signal)).toEqual(deterministic);
+  });
+
+  test("a run cancelled while the model is still planning stops at once: nothing ran, the run fails with CANCELLED", async () => {
+    const rt = createRuntime({ skills: registry, planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 120_000 } });
+    mock.script({ hang: true });
+    const h = rt.runRequest(REQUEST, { context: context() });
+    const types: string[] = [];
+    for await (const e of h.events) {
+      types.push(e.type);
+      if (e.type === "planning_started") await rt.cancel(h.runId, "changed my mind");
+    }
+    const view = await h.result;
+    expect(types).toEqual(["planning_started", "planning_failed", "run_failed"]);
+    expect(view.status).toBe("failed");
+    expect(view.error).toMatchObject({ code: "CANCELLED", message: "changed my mind" });
+    expect(view.steps).toEqual([]);
+    mock.script({ toolCall: twoSteps }); // the hanging answer is abandoned; later tests get fresh answers
+  });
 });
+

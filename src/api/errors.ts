@@ -46,7 +46,6 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
-  PLANNER_NOT_CONFIGURED: 501,
   PLANNING_FAILED: 422,
   NOT_READY: 503,
   // table store: another workspace's table is a missing one

@@ -4,6 +4,7 @@
  *   demo [--approve|--reject]          the approval-system chain on the QTable pack (default)
  *   run <plan.json> [--context <json>] [--workspace <id>]  run a plan here, printing live events
  *   validate <plan.json>               validate only
+ *   plan --request "…" [--context <json>]  plan a request (nothing runs): src/cli/plan.ts
  *   confirm <runId> <stepId> approve|reject|mark_done [--arguments <json>] [--output <json>]
  *   cancel <runId>
  *   show <runId>                       the run view
@@ -24,6 +25,7 @@ import { PgAccessStore } from "../store/pg-access-store.js";
 import { keysCommand } from "./keys.js";
 import type { RunView } from "../runtime/view.js";
 import { demoCommand } from "./demo.js";
+import { planCommand } from "./plan.js";
 
 function fmt(e: RunEvent): string {
   const d = e.data;
@@ -87,6 +89,8 @@ async function main(argv: string[]): Promise<number> {
       case "skills":
         console.log(JSON.stringify(runtime.registry.manifest(), null, 2));
         return 0;
+      case "plan":
+        return await planCommand(runtime, args);
       case "validate": {
         const c = runtime.validate(JSON.parse(await readFile(args[0] ?? "", "utf8")));
         console.log(`valid: ${c.steps.length} steps; topological order: ${c.topo.join(", ")}`);
@@ -142,7 +146,7 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       default:
-        console.error(`unknown command "${cmd}". Commands: serve, keys, mcp, demo, run, validate, confirm, cancel, show, worker, prune, skills`);
+        console.error(`unknown command "${cmd}". Commands: serve, keys, mcp, demo, run, plan, validate, confirm, cancel, show, worker, prune, skills`);
         return 2;
     }
   } finally {

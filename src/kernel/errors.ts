@@ -42,7 +42,6 @@ export const ErrorCode = {
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
   /** Too many API requests for this key (not a step's provider limit: that is RATE_LIMITED). */
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
-  PLANNER_NOT_CONFIGURED: "PLANNER_NOT_CONFIGURED",
   /** No plan could be written for a request (the fallback planner names what it understood). */
   PLANNING_FAILED: "PLANNING_FAILED",
   NOT_READY: "NOT_READY",

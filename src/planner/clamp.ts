@@ -48,8 +48,11 @@ export function clampPlan(plan: unknown, skillOf: (name: string) => Skill | unde
       const proposed = typeof step.retry.maxAttempts === "number" ? step.retry.maxAttempts : undefined;
       if (hasSideEffects(skill) && !skill.idempotent) {
         // a retry of a non-idempotent side effect could repeat it: one attempt only
-        step.retry = { maxAttempts: 1 };
-        warn("retry_not_allowed", `retry${proposed !== undefined ? ` (maxAttempts ${proposed})` : ""} removed: ${skill.name} has non-idempotent ${skill.sideEffects} side effects and runs at most once`);
+        // (an absent maxAttempts means the default of 2; exactly 1 is already what we want)
+        if (proposed !== 1) {
+          step.retry = { maxAttempts: 1 };
+          warn("retry_not_allowed", `retry${proposed !== undefined ? ` (maxAttempts ${proposed})` : ""} removed: ${skill.name} has non-idempotent ${skill.sideEffects} side effects and runs at most once`);
+        }
       } else if (proposed !== undefined && proposed > limits.maxAttempts) {
         step.retry = { ...step.retry, maxAttempts: limits.maxAttempts };
         warn("retry_capped", `retry.maxAttempts ${proposed} capped at ${limits.maxAttempts}`);

@@ -71,22 +71,26 @@ export function classifyModelError(e: unknown, timeoutMs: number, timedOut: bool
   return new ModelCallError("invalid_output", `the model call failed: ${msg}`);
 }
 
+/** The configured chat model (any OpenAI-compatible server). */
+export function chatModel(config: PlannerConfig & { model: string }): ChatOpenAI {
+  return new ChatOpenAI({
+    model: config.model,
+    temperature: config.temperature,
+    timeout: config.timeoutMs,
+    maxRetries: config.maxRetries,
+    // local servers need no key, but the client insists on one
+    apiKey: config.apiKey ?? (config.baseURL ? "not-needed" : undefined),
+    configuration: config.baseURL ? { baseURL: config.baseURL } : undefined,
+  });
+}
+
 export class OpenAiPlanModel implements PlanModel {
   readonly model: string;
   private readonly runnable;
 
   constructor(private readonly config: PlannerConfig & { model: string }) {
     this.model = config.model;
-    const chat = new ChatOpenAI({
-      model: config.model,
-      temperature: config.temperature,
-      timeout: config.timeoutMs,
-      maxRetries: config.maxRetries,
-      // local servers need no key, but the client insists on one
-      apiKey: config.apiKey ?? (config.baseURL ? "not-needed" : undefined),
-      configuration: config.baseURL ? { baseURL: config.baseURL } : undefined,
-    });
-    this.runnable = chat.withStructuredOutput(ToolChainPlanSchema, { name: "ToolChainPlan", method: config.method, includeRaw: true });
+    this.runnable = chatModel(config).withStructuredOutput(ToolChainPlanSchema, { name: "ToolChainPlan", method: config.method, includeRaw: true });
   }
 
   async propose(messages: readonly PromptMessage[], signal?: AbortSignal): Promise<ModelAnswer> {

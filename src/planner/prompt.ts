@@ -25,7 +25,7 @@ Rules:
 - Steps that do not depend on each other run in parallel: do not add dependencies that are not needed.
 - Do not set retry, timeoutMs, rollback, requireConfirmation or acceptNoCompensation: the runtime derives them from each skill's metadata (anything you propose is clamped to what the skill allows).
 - No cycles. Keep the plan as small as the request allows.
-Answer only with the plan.`;
+Answer only with the plan, as one JSON object.`;
 
 /** The manifest as the model sees it: what each skill does, takes, returns and touches. */
 export function manifestForPrompt(manifest: readonly SkillManifestEntry[]): unknown[] {

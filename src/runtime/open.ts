@@ -8,6 +8,8 @@ import { openDatabase, type Database } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
 import { PgRunStore } from "../store/pg-run-store.js";
 import { SkillRegistry } from "../skills/registry.js";
+import { Planner, plannerConfigFromEnv } from "../planner/index.js";
+import { modelTaskSplitter } from "../planner/task-splitter.js";
 import { migrateQTable, PgTableStore, qtableSkills, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
 import { Runtime, type RuntimeOptions } from "./runtime.js";
 
@@ -47,7 +49,10 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
     if (opts.qtable !== false) {
       await migrateQTable(db);
       tables = new PgTableStore(db);
-      const pack = qtableSkills({ ...(typeof opts.qtable === "object" ? opts.qtable : {}), store: tables });
+      // qtable.task.split uses the planner's model when one is configured
+      const plannerOpts = opts.planner instanceof Planner ? opts.planner.config : { ...plannerConfigFromEnv(), ...opts.planner };
+      const splitWith = modelTaskSplitter(plannerOpts);
+      const pack = qtableSkills({ ...(splitWith ? { splitWith } : {}), ...(typeof opts.qtable === "object" ? opts.qtable : {}), store: tables });
       if (skills instanceof SkillRegistry) {
         for (const s of pack) if (!skills.has(s.name)) skills.register(s);
       } else {

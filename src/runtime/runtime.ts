@@ -18,7 +18,7 @@ import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, type CompiledPlan } from "../plan/validate.js";
-import { Planner, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
+import { Planner, plannerConfigFromEnv, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
@@ -43,8 +43,8 @@ export interface RuntimeOptions {
   /** @default 200 */
   decisionPollMs?: number;
   /**
-   * The planner for runs started from a request: its configuration (model, baseURL, ...) or a
-   * Planner. @default configured from the environment (plannerConfigFromEnv)
+   * The planner for runs started from a request: its configuration (model, baseURL, ...; merged
+   * over the environment's) or a Planner. @default configured from the environment (plannerConfigFromEnv)
    */
   planner?: PlannerOptions | Planner;
 }
@@ -100,7 +100,8 @@ export class Runtime {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
     const now = opts.env?.now ?? Date.now;
     this.store = opts.store ?? new MemoryRunStore(now);
-    const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: opts.planner, now }) : undefined;
+    // options given in code override the environment's (TOOLCHAIN_PLANNER_MODEL, OPENAI_BASE_URL, ...)
+    const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
     this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
     this.graph = compileToolchainGraph(this.env, this.checkpointer);

@@ -1,0 +1,186 @@
+/**
+ * Planning over the REST API, on real Postgres (embedded, or the server at DATABASE_URL) with the
+ * QTable pack on its Postgres table store and a scripted OpenAI-compatible model: POST /plan,
+ * `autoPlan` on /run and /stream, and the fallback's approval-system chain end to end (waits at
+ * the records confirmation, approved, the records are in the table, exactly once).
+ */
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { migrateQTable, PgTableStore, qtableSkills } from "../skills/qtable/index.js";
+import { ErrorResponseSchema, PlanResponseSchema, RunViewSchema } from "../src/api/schemas.js";
+import { Planner } from "../src/planner/index.js";
+import { Runtime } from "../src/runtime/runtime.js";
+import { openDatabase, type Database } from "../src/store/db.js";
+import { migrate } from "../src/store/migrations.js";
+import { PgRunStore } from "../src/store/pg-run-store.js";
+import { call, collectSse, newKey, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
+import { freshSchema, postgresBackend, serverUrl } from "./helpers/backends.js";
+import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
+
+const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
+
+describe(`planner over the API on ${postgresBackend.name}`, () => {
+  let mock: MockOpenAi;
+  let db: Database;
+  let runtime: Runtime;
+  let api: ApiUnderTest;
+  let tables: PgTableStore;
+  let key: string;
+  let narrowKey: string;
+  let tableId: string;
+  const schema = freshSchema();
+  const post = (path: string, body: unknown, k = key) => call(api.url, "POST", path, { key: k, body });
+  const get = (path: string, k = key) => call(api.url, "GET", path, { key: k });
+
+  beforeAll(async () => {
+    mock = await startMockOpenAi();
+    db = await openDatabase({ url: serverUrl, schema, poolSize: 4 });
+    const saver = new PostgresSaver(db.pool, undefined, { schema });
+    await migrate(db, saver);
+    await migrateQTable(db);
+    tables = new PgTableStore(db);
+    runtime = new Runtime({
+      skills: qtableSkills({ store: tables }),
+      checkpointer: saver,
+      store: new PgRunStore(db),
+      planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000 },
+    });
+    api = await serveApi(runtime, db);
+    key = await newKey(api.access, "ws-plan");
+    narrowKey = await newKey(api.access, "ws-narrow", ["core.*"]);
+    tableId = (await tables.ensureWorkspace("ws-plan")).id;
+  }, 180_000); // embedded Postgres migrations on a loaded 2-core machine
+  afterAll(async () => {
+    await api?.close();
+    await runtime?.drain();
+    if (db?.kind === "server") await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
+    await db?.close();
+    await mock?.close();
+  });
+
+  test("POST /plan: the model's plan, which planner wrote it, the clamps and the DAG; nothing runs", async () => {
+    mock.script({
+      toolCall: {
+        steps: [
+          { stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval system" }, retry: { maxAttempts: 8 } },
+          { stepId: "estimate", skillName: "qtable.task.estimate", dependsOn: ["split"], arguments: { tasks: { $ref: "steps.split.tasks" } } },
+        ],
+      },
+    });
+    const r = await post("/api/tool-chains/plan", { request: "Split and estimate an approval system", context: { table: { id: tableId } } });
+    expect(r.status).toBe(200);
+    const body = PlanResponseSchema.parse(r.body);
+    expect(body.planner).toEqual({ kind: "llm", model: "gpt-test" });
+    expect(body.plan.steps.map((s) => s.stepId)).toEqual(["split", "estimate"]);
+    expect(body.warnings).toEqual([{ code: "retry_capped", stepId: "split", message: 'step "split": retry.maxAttempts 8 capped at 3' }]);
+    expect(body.graph.mermaid).toContain("split --> estimate");
+    expect(body.usage).toEqual({ inputTokens: 812, outputTokens: 164, totalTokens: 976 });
+    expect((await get("/api/tool-chains/runs")).body.runs).toEqual([]);
+  });
+
+  test("POST /plan: bad bodies are 400 naming the field; a request nobody can plan is 422 PLANNING_FAILED naming what was understood", async () => {
+    for (const bad of [{}, { request: "" }, { request: "x", extra: 1 }, { request: 42 }]) {
+      const r = await post("/api/tool-chains/plan", bad);
+      expect(r.status).toBe(400);
+      expect(ErrorResponseSchema.parse(r.body).error.code).toBe("INVALID_BODY");
+      expect(r.body.error.message).toMatch(/body/);
+    }
+    mock.script({ status: 500 });
+    const r = await post("/api/tool-chains/plan", { request: "Tell me a joke about databases" });
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe("PLANNING_FAILED");
+    expect(r.body.error.details.understood).toEqual({ goal: "Tell me a joke about databases", intents: [], table: null });
+    expect(r.body.error.details.planner).toMatchObject({ kind: "fallback", model: "gpt-test", fallbackReason: "http_error" });
+    // the narrow workspace may not use the QTable skills: the fallback cannot plan there either
+    mock.script({ status: 500 });
+    const narrow = await post("/api/tool-chains/plan", { request: REQUEST, context: { table: { id: tableId } } }, narrowKey);
+    expect([narrow.status, narrow.body.error.code]).toEqual([422, "PLANNING_FAILED"]);
+    expect(narrow.body.error.details.missingSkills).toContain("qtable.task.split");
+  });
+
+  test("the fallback's approval-system chain end to end: planned in the run, waits at the records confirmation, approved, records in the table once", async () => {
+    mock.script({ status: 500, message: "model overloaded" });
+    const r = await post("/api/tool-chains/run", { request: REQUEST, autoPlan: true, context: { table: { id: tableId }, startDate: "2026-12-07" } });
+    expect(r.status).toBe(200);
+    const view = RunViewSchema.parse(r.body);
+    expect(view.status).toBe("waiting_confirmation");
+    expect(view.planning).toMatchObject({ kind: "fallback", model: "gpt-test", fallbackReason: "http_error", repairRounds: 0 });
+    expect(view.plan.steps.map((s) => s.stepId)).toEqual(["split", "estimate", "schema", "gantt", "create"]);
+    expect(view.steps.filter((s) => s.status === "completed").map((s) => s.stepId).sort()).toEqual(["estimate", "gantt", "schema", "split"]);
+    expect(view.pendingConfirmations.map((p) => p.stepId)).toEqual(["create"]);
+    const tasks = (view.steps.find((s) => s.stepId === "split")!.output as { tasks: { title: string }[] }).tasks;
+    expect(tasks.some((t) => /approval system/i.test(t.title))).toBe(true);
+    expect(JSON.stringify(view.pendingConfirmations[0]!.preview)).toContain(tasks[0]!.title);
+    expect((await tables.listRecords("ws-plan", tableId))!.records).toEqual([]);
+
+    const events = (await get(`/api/tool-chains/runs/${view.runId}/events`)).body.events as { type: string; data: Record<string, unknown> }[];
+    expect(events.slice(0, 2).map((e) => e.type)).toEqual(["planning_started", "planning_completed"]);
+    expect(events[1]!.data).toMatchObject({ planner: { kind: "fallback", fallbackReason: "http_error" }, repairRounds: 0, steps: 5 });
+    // the history row holds the plan the planner wrote
+    const listed = (await get("/api/tool-chains/runs")).body.runs.find((x: { runId: string }) => x.runId === view.runId);
+    expect(listed).toMatchObject({ stepCount: 5, planId: "fallback-task-plan", goal: REQUEST });
+
+    const done = await post(`/api/tool-chains/runs/${view.runId}/confirm`, { stepId: "create", decision: "approve" });
+    expect(done.status).toBe(200);
+    expect(done.body.status).toBe("completed");
+    const records = (await tables.listRecords("ws-plan", tableId))!.records;
+    expect(records).toHaveLength(tasks.length);
+    const gantt = view.steps.find((s) => s.stepId === "gantt")!.output as { items: { key: string; start: string; end: string }[] };
+    expect(records.map((x) => x.values.title).sort()).toEqual(tasks.map((t) => t.title).sort());
+    expect(records.every((x) => typeof x.values.start === "string" && typeof x.values.end === "string")).toBe(true);
+    expect(new Set(records.map((x) => x.values.start))).toEqual(new Set(gantt.items.map((i) => i.start)));
+    // the same decision again resumes nothing and writes nothing
+    await post(`/api/tool-chains/runs/${view.runId}/confirm`, { stepId: "create", decision: "approve" });
+    expect((await tables.listRecords("ws-plan", tableId))!.records).toHaveLength(tasks.length);
+  });
+
+  test("/stream with autoPlan: the planning events come first, then the run's", async () => {
+    mock.script({ hang: true });
+    const fast = new Runtime({ skills: runtime.registry, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 200 } });
+    const streamApi = await serveApi(fast, db, { access: api.access });
+    try {
+      const msgs = await collectSse(`${streamApi.url}/api/tool-chains/stream`, { method: "POST", key, body: { request: "Estimate and schedule a website relaunch", autoPlan: true, context: {} } });
+      const types = msgs.map((m) => m.event);
+      expect(types.slice(0, 2)).toEqual(["planning_started", "planning_completed"]);
+      expect(msgs[1]!.data.data.planner).toMatchObject({ kind: "fallback", fallbackReason: "timeout" });
+      expect(msgs[1]!.data.data.warnings).toEqual([expect.objectContaining({ code: "no_target_table" })]);
+      expect(types.at(-1)).toBe("run_completed");
+      expect(msgs.map((m) => Number(m.id))).toEqual(msgs.map((_, i) => i + 1));
+    } finally {
+      await streamApi.close();
+      await fast.drain();
+    }
+  });
+
+  test("/run with autoPlan and a request nobody can plan: 422 PLANNING_FAILED with the failed run's id and its planning_failed event", async () => {
+    mock.script({ status: 500 });
+    const r = await post("/api/tool-chains/run", { request: "What's the weather in Lisbon?", autoPlan: true });
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe("PLANNING_FAILED");
+    const runId = r.body.error.details.runId as string;
+    const run = await get(`/api/tool-chains/runs/${runId}`);
+    expect(RunViewSchema.parse(run.body)).toMatchObject({ status: "failed", error: { code: "PLANNING_FAILED" }, plan: { steps: [] } });
+    const types = (await get(`/api/tool-chains/runs/${runId}/events`)).body.events.map((e: { type: string }) => e.type);
+    expect(types).toEqual(["planning_started", "planning_failed", "run_failed"]);
+  });
+
+  test("a queued run (API-only process) is planned by the worker that takes it, with the submitter's allowlist", async () => {
+    const worker = new Runtime({ skills: runtime.registry, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), owner: "worker", planner: new Planner({ registry: runtime.registry }) });
+    try {
+      const context = { table: { id: tableId }, startDate: "2026-12-07" };
+      const ok = await runtime.submitRequest(REQUEST, { context, workspaceId: "ws-plan" });
+      const narrow = await runtime.submitRequest(REQUEST, { context, workspaceId: "ws-plan", allowSkill: (n) => n !== "qtable.table.schema.describe" });
+      expect((await runtime.store.getRow(ok.runId))!.status).toBe("queued");
+      await until(async () => ((await worker.recover()).length ? false : true) && ["waiting_confirmation", "failed"].includes((await runtime.store.getRow(ok.runId))!.status) && (await runtime.store.getRow(narrow.runId))!.status === "failed", 60_000);
+      await worker.drain();
+      const planned = await worker.getRun(ok.runId);
+      expect(planned.status).toBe("waiting_confirmation");
+      expect(planned.planning).toMatchObject({ kind: "fallback", fallbackReason: "not_configured" });
+      expect((await runtime.store.getRow(ok.runId))!.plan.steps).toHaveLength(5);
+      const refused = await worker.getRun(narrow.runId);
+      expect(refused.error).toMatchObject({ code: "PLANNING_FAILED", details: { missingSkills: ["qtable.table.schema.describe"] } });
+    } finally {
+      await worker.drain();
+    }
+  });
+});
