@@ -23,6 +23,11 @@ export interface RuntimeEnv {
    * segments are large enough that plans of up to 1,000 steps never pay it. @default 1000
    */
   segmentTasks: number;
+  /**
+   * A compensation attempt of a step without `timeoutMs` is abandoned after this long (TIMEOUT,
+   * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
+   */
+  compensationTimeoutMs: number;
   /** Compiled plans by run (a run's plan does not change once planned). */
   compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
 }
@@ -49,6 +54,7 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     random: Math.random,
     logger: () => silentLogger,
     segmentTasks: 1_000,
+    compensationTimeoutMs: 60_000,
     compiledPlans: new Map(),
     ...over,
   };

@@ -14,6 +14,7 @@ import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/k
 import { EventType } from "../src/kernel/events.js";
 import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attempt.js";
+import { unstorableResult } from "../src/kernel/storable.js";
 import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
 import type { StepStatus } from "../src/kernel/status.js";
 import { resolveArguments } from "../src/plan/refs.js";
@@ -170,7 +171,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
               const p = preview
                 ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context })
                 : null;
-              return { ok: true as const, preview: p ?? null };
+              const bad = unstorableResult(p, "preview", c.skill.name); // a preview is stored with the run
+              return bad ? { ok: false as const, error: { ...bad, effectStarted: false } } : { ok: true as const, preview: p ?? null };
             } catch (e) {
               return { ok: false as const, error: toStepError(e) };
             }
@@ -227,7 +229,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           if (!rc) return { unknown: true };
           try {
             const r = await rc({ runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}`, input: rec(c.id).input, signal: haltCtl.signal, logger: env.logger(runId, c.id) });
-            return r ?? { unknown: true };
+            const bad = r && "applied" in r && r.applied ? unstorableResult(r.output, "output", c.skill.name) : undefined;
+            return bad ? { unknown: true, error: bad } : r ?? { unknown: true };
           } catch (e) {
             return { unknown: true, error: toStepError(e) };
           }

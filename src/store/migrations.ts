@@ -95,6 +95,14 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       revoked_at timestamptz
     );
     CREATE INDEX tool_chain_api_keys_ws ON ${t("tool_chain_api_keys")} (workspace_id);`,
+    // 3: durable cancel requests (picked up by the executing process like decisions) and bounded
+    // re-drives: consecutive drive failures, the earliest next attempt (per-run backoff), the last error
+    `ALTER TABLE ${t("tool_chain_runs")}
+       ADD COLUMN cancel_reason text,
+       ADD COLUMN cancel_requested_at timestamptz,
+       ADD COLUMN drive_failures int NOT NULL DEFAULT 0,
+       ADD COLUMN next_attempt_at timestamptz,
+       ADD COLUMN last_drive_error jsonb;`,
   ];
 }
 
