@@ -211,7 +211,11 @@ export class Runtime {
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
-    return this.drive(runId, await this.inputFor(runId, row));
+    const input = await this.inputFor(runId, row);
+    // another caller in this process may have started it meanwhile (racing duplicate confirms)
+    const started = this.active.get(runId);
+    if (started) return this.handleOf(started);
+    return this.drive(runId, input);
   }
 
   /** The graph input that continues a run from where its checkpoint stands. */
