@@ -134,7 +134,10 @@ export function encodeRunCursor(t: bigint | number | string, runId: string): str
 export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,20}$/.test(v[0]) && typeof v[1] === "string") return { t: v[0], runId: v[1] };
+    // t must fit Postgres bigint; a run id cannot hold NUL (no stored run has one)
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,19}$/.test(v[0]) && BigInt(v[0]) <= 9223372036854775807n && typeof v[1] === "string" && !v[1].includes("\u0000")) {
+      return { t: v[0], runId: v[1] };
+    }
   } catch {
     // fall through
   }
