@@ -14,6 +14,7 @@ import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
 import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, type CompiledPlan } from "../plan/validate.js";
@@ -73,6 +74,8 @@ export const ConfirmInputSchema = z
     /** mark_done: the output to record for the step. */
     output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
+    /** The wait being answered (`pendingConfirmations[].round`); refused if the step now waits in another round. */
+    round: z.number().int().min(0).optional(),
   })
   .strict();
 export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
@@ -165,8 +168,11 @@ export class Runtime {
     const local = this.active.get(runId);
     await local?.ready;
     const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
+    if (pending && d.round !== undefined && d.round !== (pending.round ?? 0)) {
+      throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} waits for a decision of round ${pending.round ?? 0}, not round ${d.round}`);
+    }
     if (!pending) {
-      const prevRound = await this.lastRound(runId, d.stepId);
+      const prevRound = d.round ?? (await this.lastRound(runId, d.stepId));
       const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
       if (prev && sameDecision(prev, decision)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
@@ -186,7 +192,9 @@ export class Runtime {
       }
     }
     decision.at = new Date(this.env.now()).toISOString();
-    const recorded = await this.store.recordDecision(runId, d.stepId, pending.round ?? 0, decision);
+    decision.round = pending.round ?? 0;
+    const recorded = await this.store.recordDecision(runId, d.stepId, decision.round, decision);
+    fault(FaultPoint.decision_recorded);
     if (recorded === "duplicate") return this.follow(runId);
     if (recorded === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} already has a different decision`);
     if (local) {
@@ -228,9 +236,20 @@ export class Runtime {
     const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
     if (!interrupted) return null;
     if (row.cancelRequest) return new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue });
-    const decisions: Record<string, Decision> = {};
-    for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;
-    return new Command({ resume: { decisions } satisfies ResumeValue });
+    return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
+  }
+
+  /**
+   * Recorded, unapplied decisions as a resume value, each carrying its round (the graph applies
+   * a decision only to the wait it answers). Per step, the latest round wins: older ones are stale.
+   */
+  private async recordedDecisions(runId: string): Promise<Record<string, Decision>> {
+    const out: Record<string, Decision> = {};
+    for (const u of await this.store.unappliedDecisions(runId)) {
+      const prev = out[u.stepId];
+      if (!prev || (prev.round ?? 0) < u.round) out[u.stepId] = { ...u.decision, round: u.round };
+    }
+    return out;
   }
 
   private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
