@@ -307,4 +307,5 @@ describe.each(backends)("durable core on $name", (backend) => {
     await expectSettled(rt, h.runId, "rollback_failed");
     expect(rt.env.controls.size()).toBe(0);
   });
-});
+  // each test opens its own database (embedded PGlite: slow to open on a loaded machine)
+}, 120_000);
