@@ -414,7 +414,9 @@ export class Runtime {
       for (;;) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        if (SETTLED.has(row.status) && !row.leaseOwner && !this.active.has(runId)) {
+        // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
+        const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
+        if (SETTLED.has(row.status) && !leased && !this.active.has(runId)) {
           if (!(await this.hasRequestToApply(runId, row))) return this.getRun(runId);
           return (await this.redrive(runId)).result;
         }

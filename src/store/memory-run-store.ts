@@ -117,6 +117,8 @@ export class MemoryRunStore implements RunStore {
       if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= now) return false;
       if (e.nextAttemptAt !== undefined && e.nextAttemptAt > now) return false;
       if (["queued", "planning", "running"].includes(e.row.status)) return true;
+      // a lease left behind by a dead process: its drive ended mid-way, whatever the row says
+      if (e.row.leaseOwner !== null) return true;
       const suspended = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && e.row.pendingConfirmations.length > 0;
       return suspended && (e.row.cancelRequest !== null || [...e.decisions.values()].some((d) => !d.applied));
     };

@@ -280,6 +280,8 @@ export class PgRunStore implements RunStore {
          WHERE (lease_owner IS NULL OR lease_expires_at < now())
            AND (next_attempt_at IS NULL OR next_attempt_at <= now())
            AND (status IN ('queued', 'planning', 'running')
+             -- a lease left behind by a dead process: its drive ended mid-way, whatever the row says
+             OR lease_owner IS NOT NULL
              OR (status IN ('waiting_confirmation', 'rollback_failed') AND pending_confirmations <> '[]'::jsonb
                AND (cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied))))),
        pick AS (SELECT run_id, rn, created_at FROM cand ORDER BY rn, created_at LIMIT $3 * 4),
