@@ -9,10 +9,15 @@
  *   stay untouched (`pending`), the run is `rollback_failed` and an operator decides (retry /
  *   skip / stop) through the confirmation mechanism (the rollback_approval node).
  * A side-effecting step without compensation is `not_compensable`, never counted as rolled back.
+ * Every compensation attempt runs under a timeout (the step's `timeoutMs`, else
+ * env.compensationTimeoutMs) and the run's cancel signal: a hung compensation is abandoned like a
+ * hung step (it cannot hold the run's lease forever), and a cancel that arrives during a rollback
+ * started by fail_fast or the deadline aborts the compensation in flight and stops the walk (the
+ * rest stay `pending`, the run ends `rollback_failed`, no operator wait: the caller said stop).
  */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { abortableSleep } from "../skills/core/index.js";
-import { ErrorCode, toStepError, type StepError } from "../src/kernel/errors.js";
+import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
 import { fault, FaultPoint } from "../src/kernel/faults.js";
 import { assertStepTransition } from "../src/kernel/status.js";
@@ -69,6 +74,11 @@ export function makeCompensationNode(env: RuntimeEnv) {
     const order = [...state.completionOrder].reverse().filter((id) => state.steps[id]?.status === "completed" || state.steps[id]?.status === "rollback_failed");
     emit(EventType.rollback_started, undefined, { mode, steps: order.filter((id) => state.steps[id]!.status === "completed") });
 
+    // A cancel reaches compensations, except the cancel that started this rollback (it is the
+    // reason the rollback runs; the signal of the drive that applies it is aborted already).
+    const stopSignal = state.halt === "cancelled" ? new AbortController().signal : env.controls.signal(runId);
+    let cancelled = false;
+
     // an operator's answer to a blocked strict rollback
     const block = state.rollbackBlocked;
     const decision = block && state.rollbackDecision?.stepId === block.stepId ? state.rollbackDecision.action : undefined;
@@ -102,6 +112,13 @@ export function makeCompensationNode(env: RuntimeEnv) {
       }
       const result = await compensateWithRetry(c, r, how);
       set(id, { rollbackAttempts: (r.rollbackAttempts ?? 0) + result.attempts });
+      if (!result.ok && result.error.code === ErrorCode.CANCELLED && stopSignal.aborted) {
+        // cancelled mid-rollback: this compensation did not finish; leave the rest untouched
+        cancelled = stopped = true;
+        set(id, { status: "rollback_failed", rollback: "rollback_failed", rollbackError: result.error });
+        emit(EventType.step_rollback_failed, id, { error: result.error, attempts: rec(id).rollbackAttempts, cancelled: true }, `${rec(id).rollbackAttempts}`);
+        continue;
+      }
       if (result.ok) {
         set(id, { status: "rolled_back", rollback: "rolled_back", rollbackError: undefined });
         emit(EventType.step_rolled_back, id, { attempts: rec(id).rollbackAttempts }, `${rec(id).rollbackAttempts}`);
@@ -118,7 +135,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
       }
     }
     const failures = Object.values({ ...state.steps, ...touched }).filter((x) => x.rollback === "rollback_failed" || x.rollback === "not_compensable" || x.rollback === "pending").length;
-    emit(EventType.rollback_completed, undefined, { mode, ok: failures === 0, failures, stopped });
+    emit(EventType.rollback_completed, undefined, { mode, ok: failures === 0, failures, stopped, ...(cancelled ? { cancelled: true } : {}) });
     return { steps: touched, rollbackBlocked: null, rollbackDecision: null, updatedAt: new Date(env.now()).toISOString() };
 
     async function compensateWithRetry(c: CompiledStep, r: StepRecord, how: Extract<How, { kind: "compensate" | "delete_created" | "rollback_skill" }>) {
@@ -131,15 +148,18 @@ export function makeCompensationNode(env: RuntimeEnv) {
           // walk moves on, so a crash right after a compensation never runs it a second time
           const doneKey = `${c.id}#compensated`;
           if (await env.intents.hasIntent(runId, doneKey, 0)) return { ok: true as const };
-          const signal = new AbortController().signal;
+          const timeoutMs = c.step.timeoutMs ?? env.compensationTimeoutMs;
+          if (stopSignal.aborted) return { ok: false as const, error: toStepError(stopSignal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "run cancelled")) };
+          const timeout = AbortSignal.timeout(timeoutMs);
+          const signal = AbortSignal.any([stopSignal, timeout]);
           const logger = env.logger(runId, c.id);
           const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, signal, logger, input: r.input, output: r.output };
           try {
-            if (how.kind === "compensate") await how.skill.compensate!(cc);
-            else if (how.kind === "delete_created") await how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc);
+            if (how.kind === "compensate") await abandonOnAbort(() => how.skill.compensate!(cc), signal, timeout, timeoutMs);
+            else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc), signal, timeout, timeoutMs);
             else {
               const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: r.input, output: r.output } }, "rollback.arguments");
-              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, workspaceId: state.workspaceId, logger, signal, timeoutMs: c.step.timeoutMs });
+              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, workspaceId: state.workspaceId, logger, signal: stopSignal, timeoutMs });
               if (!a.ok) return { ok: false as const, error: a.error };
             }
             fault(FaultPoint.compensation_done);
@@ -151,11 +171,34 @@ export function makeCompensationNode(env: RuntimeEnv) {
           }
         });
         if (res.ok) return { ok: true as const, attempts: attempt };
+        if (stopSignal.aborted) return { ok: false as const, error: res.error.code === ErrorCode.CANCELLED ? res.error : toStepError(stopSignal.reason), attempts: attempt };
         // compensations are retried per the step's policy (they must be idempotent: same key every time)
         const d = decideRetry(c.retry, { sideEffects: "none", idempotent: true }, res.error, attempt, env.random);
         if (!d.retry) return { ok: false as const, error: res.error, attempts: attempt };
-        await abortableSleep(d.delayMs);
+        await abortableSleep(d.delayMs, stopSignal).catch(() => undefined);
       }
     }
   };
+}
+
+/**
+ * Await a compensation, but stop waiting when its signal aborts (cancel or timeout): a
+ * compensation that ignores its signal is abandoned, not awaited, exactly like a step attempt.
+ */
+async function abandonOnAbort(fn: () => Promise<unknown>, signal: AbortSignal, timeout: AbortSignal, timeoutMs: number): Promise<void> {
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(timeout.aborted ? new ToolchainError(ErrorCode.TIMEOUT, `compensation timed out after ${timeoutMs} ms`) : signal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "compensation aborted"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  try {
+    await Promise.race([fn(), aborted]);
+  } catch (e) {
+    if (signal.aborted) throw timeout.aborted ? new ToolchainError(ErrorCode.TIMEOUT, `compensation timed out after ${timeoutMs} ms`) : signal.reason ?? e;
+    throw e;
+  } finally {
+    signal.removeEventListener("abort", onAbort!);
+  }
 }

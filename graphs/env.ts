@@ -26,6 +26,11 @@ export interface RuntimeEnv {
   segmentTasks: number;
   /** Writes plans for runs started from a request (the planner node). */
   planner: Planner;
+  /**
+   * A compensation attempt of a step without `timeoutMs` is abandoned after this long (TIMEOUT,
+   * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
+   */
+  compensationTimeoutMs: number;
   /** Compiled plans by run (a run's plan does not change once planned). */
   compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
 }
@@ -52,6 +57,7 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     random: Math.random,
     logger: () => silentLogger,
     segmentTasks: 1_000,
+    compensationTimeoutMs: 60_000,
     compiledPlans: new Map(),
     ...over,
     // configured from the environment unless given (LangGraph Studio, the CLI, the server)

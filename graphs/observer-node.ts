@@ -36,7 +36,6 @@ export function makeObserverNode(env: RuntimeEnv) {
     const emit = emitter(config, env);
     if (status === "completed") emit(EventType.run_completed, undefined, { status });
     else emit(EventType.run_failed, undefined, { status, error });
-    env.controls.release(state.runId);
     return { status, error: status === "completed" ? null : error, updatedAt: new Date(env.now()).toISOString() };
   };
 }

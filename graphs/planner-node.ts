@@ -55,7 +55,6 @@ export function makePlannerNode(env: RuntimeEnv) {
     } catch (e) {
       if (config.signal?.aborted) throw e; // the drive stopped (lease lost, shutdown): plan again on resume
       const error = cancel.aborted ? toStepError(cancel.reason ?? new ToolchainError(ErrorCode.CANCELLED, "cancelled while planning")) : toStepError(e);
-      if (cancel.aborted) env.controls.release(state.runId);
       emit(EventType.planning_failed, undefined, { error, ...(model ? { model } : {}) });
       return { plan: state.plan ?? { goal: request.slice(0, 10_000), steps: [] as never, onFailure: "skip_dependents", rollbackMode: "best_effort" }, status: "failed", error, updatedAt: at() };
     }

@@ -15,6 +15,7 @@ import { EventType } from "../src/kernel/events.js";
 import { fault, FaultPoint } from "../src/kernel/faults.js";
 import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attempt.js";
+import { unstorableResult } from "../src/kernel/storable.js";
 import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
 import type { StepStatus } from "../src/kernel/status.js";
 import { resolveArguments } from "../src/plan/refs.js";
@@ -177,7 +178,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
               const p = preview
                 ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context, workspaceId: state.workspaceId ?? "default" })
                 : null;
-              return { ok: true as const, preview: p ?? null };
+              const bad = unstorableResult(p, "preview", c.skill.name); // a preview is stored with the run
+              return bad ? { ok: false as const, error: { ...bad, effectStarted: false } } : { ok: true as const, preview: p ?? null };
             } catch (e) {
               return { ok: false as const, error: toStepError(e) };
             }
@@ -246,7 +248,8 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           try {
             const idempotencyKey = fallback ? `${runId}:${c.id}:fallback` : `${runId}:${c.id}`;
             const r = await rc({ runId, stepId: c.id, idempotencyKey, input: fallback ? fallback.input : rec(c.id).input, signal: haltCtl.signal, logger: env.logger(runId, c.id) });
-            return r ?? { unknown: true };
+            const bad = r && "applied" in r && r.applied ? unstorableResult(r.output, "output", skill.name) : undefined;
+            return bad ? { unknown: true, error: bad } : r ?? { unknown: true };
           } catch (e) {
             return { unknown: true, error: toStepError(e) };
           }

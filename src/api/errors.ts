@@ -21,6 +21,8 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   INVALID_ARGUMENTS: 400,
   SKILL_NOT_ALLOWED: 400,
   NOT_COMPENSABLE: 400,
+  RESERVED_ID: 400,
+  UNSUPPORTED_VALUE: 400,
   // step codes describe steps inside a run view; thrown at the API they would be a bug
   INVALID_INPUT: 500,
   INVALID_OUTPUT: 500,
@@ -36,6 +38,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   CONFIRMATION_NOT_PENDING: 409,
   INVALID_DECISION: 400,
   RUN_NOT_ACTIVE: 409,
+  DRIVE_FAILED: 500,
   INTERNAL: 500,
   // HTTP
   UNAUTHORIZED: 401,

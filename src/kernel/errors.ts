@@ -2,6 +2,8 @@
  * One error vocabulary for plans, steps, the API and the database.
  * Check errors by `code`, never by `instanceof` across packages.
  */
+import { findUnstorable, storableText } from "./json-safety.js";
+
 export const ErrorCode = {
   // plan validation (400 at the API)
   PLAN_INVALID: "PLAN_INVALID",
@@ -16,6 +18,10 @@ export const ErrorCode = {
   INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
   SKILL_NOT_ALLOWED: "SKILL_NOT_ALLOWED",
   NOT_COMPENSABLE: "NOT_COMPENSABLE",
+  /** A step id or saveResultAs key that names an Object.prototype member (`constructor`, `toString`, …). */
+  RESERVED_ID: "RESERVED_ID",
+  /** A value the run history cannot store (NUL, lone surrogate, bigint, NaN, too deep, `__proto__` key). */
+  UNSUPPORTED_VALUE: "UNSUPPORTED_VALUE",
   // step execution
   INVALID_INPUT: "INVALID_INPUT",
   INVALID_OUTPUT: "INVALID_OUTPUT",
@@ -31,6 +37,8 @@ export const ErrorCode = {
   CONFIRMATION_NOT_PENDING: "CONFIRMATION_NOT_PENDING",
   INVALID_DECISION: "INVALID_DECISION",
   RUN_NOT_ACTIVE: "RUN_NOT_ACTIVE",
+  /** The run could not be executed or persisted (its drive failed repeatedly): a run error, not a request error. */
+  DRIVE_FAILED: "DRIVE_FAILED",
   INTERNAL: "INTERNAL",
   // HTTP API (src/api/errors.ts maps every code to a status)
   UNAUTHORIZED: "UNAUTHORIZED",
@@ -104,12 +112,16 @@ export function isErrorCode(x: unknown): x is ErrorCode {
 export function toStepError(e: unknown): StepError {
   if (e && typeof e === "object" && isErrorCode((e as { code?: unknown }).code)) {
     const te = e as ToolchainError;
-    const out: StepError = { code: te.code, message: String(te.message) };
-    if (te.details !== undefined) out.details = te.details;
+    const out: StepError = { code: te.code, message: storableText(String(te.message)) };
+    if (te.details !== undefined) {
+      // an error is stored with the run: text and details must be storable (json-safety.ts)
+      const bad = findUnstorable(te.details, "details");
+      out.details = bad ? { unstorable: bad.message } : te.details;
+    }
     if (te.effectStarted !== undefined) out.effectStarted = te.effectStarted;
     if (te.retryAfterMs !== undefined) out.retryAfterMs = te.retryAfterMs;
     return out;
   }
   const message = e instanceof Error ? e.message : String(e);
-  return { code: ErrorCode.EXECUTION_FAILED, message };
+  return { code: ErrorCode.EXECUTION_FAILED, message: storableText(message) };
 }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "./errors.js";
 import type { Skill, SkillContext, SkillLogger } from "../skills/contract.js";
+import { storableError, unstorableResult } from "./storable.js";
 
 export type AttemptResult =
   | { ok: true; output: unknown; durationMs: number }
@@ -27,7 +28,19 @@ export interface AttemptInput {
   timeoutMs?: number;
 }
 
+/**
+ * One attempt, with its result made safe to store: an output the run history cannot hold (NUL,
+ * lone surrogate, bigint, NaN, too deep, a `__proto__` key) fails the attempt with
+ * UNSUPPORTED_VALUE (deterministic: not retried by default); error text is made storable.
+ */
 export async function executeAttempt(a: AttemptInput): Promise<AttemptResult> {
+  const r = await runAttempt(a);
+  if (!r.ok) return { ...r, error: storableError(r.error) };
+  const bad = unstorableResult(r.output, "output", a.skill.name);
+  return bad ? { ok: false, durationMs: r.durationMs, error: bad } : r;
+}
+
+async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
   const t0 = performance.now();
   const took = () => performance.now() - t0;
   const parsed = a.skill.input.safeParse(a.args);

@@ -62,6 +62,13 @@ export interface ValidateOptions {
   maxSteps?: number;
 }
 
+/**
+ * Ids that name Object.prototype members (`constructor`, `toString`, `__proto__`, …). Step ids and
+ * memory keys index plain objects all over the runtime, LangGraph's state and skills' code; such
+ * an id would read an inherited member as its record, so it is refused (RESERVED_ID).
+ */
+export const RESERVED_IDS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 /** Parse + validate + compile. Throws PlanValidationError. */
 export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan {
   const maxSteps = opts.maxSteps ?? MAX_STEPS;
@@ -101,6 +108,12 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
   };
   const memoryKeys = new Map<string, string>();
   for (const s of plan.steps) {
+    if (RESERVED_IDS.has(s.stepId)) {
+      issues.push({ code: ErrorCode.RESERVED_ID, message: `step "${s.stepId}": stepId names a member of Object.prototype; choose another id`, stepId: s.stepId, path: "stepId" });
+    }
+    if (s.saveResultAs && RESERVED_IDS.has(s.saveResultAs)) {
+      issues.push({ code: ErrorCode.RESERVED_ID, message: `step "${s.stepId}": saveResultAs "${s.saveResultAs}" names a member of Object.prototype; choose another key`, stepId: s.stepId, path: "saveResultAs" });
+    }
     checkSkill(s.skillName, s.stepId, "skillName");
     if (s.rollback?.kind === "skill") checkSkill(s.rollback.skillName, s.stepId, "rollback.skillName");
     if (s.fallback && "skillName" in s.fallback) checkSkill(s.fallback.skillName, s.stepId, "fallback.skillName");

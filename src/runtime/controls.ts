@@ -1,13 +1,20 @@
 /**
- * Live, in-process controls of active runs: cancellation signals and the decision inbox that lets
- * a confirmation reach a scheduler that is still busy on other branches (no interrupt raised yet).
+ * Live, in-process controls of the runs this process is executing now: a cancellation signal and
+ * the decision inbox that lets a confirmation reach a scheduler that is still busy on other
+ * branches (no interrupt raised yet).
+ *
+ * Everything here lives exactly as long as one drive (src/runtime/driver.ts opens it and closes
+ * it). Cancels and decisions are durable requests in the run store; these are only the fast path
+ * to a drive that is executing here, so a process that is not executing a run keeps nothing for
+ * it: no stale abort can turn a later, unrelated drive of that run into a cancellation, and
+ * nothing grows with runs that were left waiting or finished elsewhere.
  * Decisions taken from the inbox are recorded durably by the scheduler (a pinned task), so the
- * inbox itself may be lossy: a decision that was never consumed is still applied on resume.
+ * inbox may be lossy: a decision that was never consumed is still applied on resume.
  */
 import type { Decision } from "../../graphs/state.js";
 
 export interface DecisionInbox {
-  /** Offer a decision to a live scheduler of this run; returns false if none is listening. */
+  /** Offer a decision to the drive of this run in this process; returns false if there is none. */
   offer(runId: string, stepId: string, d: Decision): boolean;
   /** Called by a scheduler node while it runs. */
   listen(runId: string, cb: (stepId: string, d: Decision) => void): () => void;
@@ -15,48 +22,64 @@ export interface DecisionInbox {
   take(runId: string): Map<string, Decision>;
 }
 
+interface Live {
+  cancel: AbortController;
+  listener?: (stepId: string, d: Decision) => void;
+  parked: Map<string, Decision>;
+}
+
+/** Never aborted: the signal of a graph invoked without a drive (LangGraph server, Studio). */
+const NEVER = new AbortController().signal;
+
 export class RunControls implements DecisionInbox {
-  private readonly cancels = new Map<string, AbortController>();
-  private readonly listeners = new Map<string, (stepId: string, d: Decision) => void>();
-  private readonly parked = new Map<string, Map<string, Decision>>();
+  private readonly live = new Map<string, Live>();
+
+  /** A drive of `runId` starts in this process (the driver calls it; one drive per run and process). */
+  open(runId: string): void {
+    this.live.set(runId, { cancel: new AbortController(), parked: new Map() });
+  }
+  /** The drive ended: forget everything about the run here. */
+  close(runId: string): void {
+    this.live.delete(runId);
+  }
+  /** Runs with an open drive (for tests of growth). */
+  size(): number {
+    return this.live.size;
+  }
 
   signal(runId: string): AbortSignal {
-    let c = this.cancels.get(runId);
-    if (!c) this.cancels.set(runId, (c = new AbortController()));
-    return c.signal;
+    return this.live.get(runId)?.cancel.signal ?? NEVER;
   }
-  cancel(runId: string, reason: unknown): void {
-    let c = this.cancels.get(runId);
-    if (!c) this.cancels.set(runId, (c = new AbortController()));
-    c.abort(reason);
+  /** Abort the drive of `runId` in this process; false when none runs here. */
+  cancel(runId: string, reason: unknown): boolean {
+    const l = this.live.get(runId);
+    if (!l) return false;
+    if (!l.cancel.signal.aborted) l.cancel.abort(reason);
+    return true;
   }
-  /** Forget a run that reached a terminal state. */
-  release(runId: string): void {
-    this.cancels.delete(runId);
-    this.parked.delete(runId);
-    this.listeners.delete(runId);
-  }
-
   offer(runId: string, stepId: string, d: Decision): boolean {
-    const l = this.listeners.get(runId);
-    if (l) {
-      l(stepId, d);
+    const l = this.live.get(runId);
+    if (!l) return false;
+    if (l.listener) {
+      l.listener(stepId, d);
       return true;
     }
-    let m = this.parked.get(runId);
-    if (!m) this.parked.set(runId, (m = new Map()));
-    m.set(stepId, d);
-    return false;
+    l.parked.set(stepId, d);
+    return true;
   }
   listen(runId: string, cb: (stepId: string, d: Decision) => void): () => void {
-    this.listeners.set(runId, cb);
+    const l = this.live.get(runId);
+    if (!l) return () => undefined;
+    l.listener = cb;
     return () => {
-      if (this.listeners.get(runId) === cb) this.listeners.delete(runId);
+      if (l.listener === cb) l.listener = undefined;
     };
   }
   take(runId: string): Map<string, Decision> {
-    const m = this.parked.get(runId) ?? new Map<string, Decision>();
-    this.parked.delete(runId);
+    const l = this.live.get(runId);
+    if (!l) return new Map();
+    const m = l.parked;
+    l.parked = new Map();
     return m;
   }
 }

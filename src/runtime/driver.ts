@@ -13,7 +13,9 @@ import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEv
 import { TERMINAL_RUN } from "../kernel/status.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { fault, FaultPoint } from "../kernel/faults.js";
-import type { RunStore } from "../store/run-store.js";
+import { LeaseLostError, type DriveFailureOutcome, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
+import { storableError } from "../kernel/storable.js";
+import { toStepError } from "../kernel/errors.js";
 import type { RunControls } from "./controls.js";
 import { LiveProjection } from "./live-projection.js";
 import type { RunView } from "./view.js";
@@ -28,8 +30,18 @@ export interface DriveDeps {
   leaseTtlMs: number;
   /** How often a running drive looks for decisions recorded by other processes. */
   decisionPollMs: number;
+  /** Bounded re-drives of a run whose drive throws. */
+  driveRetry: DriveRetryPolicy;
   view(runId: string): Promise<RunView>;
   onError?(runId: string, e: unknown): void;
+}
+
+/** A drive that threw, after the failure was recorded against the run (see RunStore.recordDriveFailure). */
+export class DriveFailedError extends Error {
+  constructor(readonly runId: string, override readonly cause: unknown, readonly outcome: DriveFailureOutcome | undefined) {
+    super(`drive of run ${runId} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "DriveFailedError";
+  }
 }
 
 export interface Drive {
@@ -49,12 +61,19 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
   const stop = new AbortController();
   // LangGraph adds one abort listener per running task to the run's signal: not a leak
   setMaxListeners(0, stop.signal);
+  // this drive's live controls (cancel signal, decision inbox): they end with it
+  deps.controls.open(runId);
+  const cancelFrom = (reason: string) => deps.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason || "cancelled by request"));
+  let leased = false;
   const ready = (async () => {
     if (!(await store.acquireLease(runId, owner, leaseTtlMs))) {
       throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, { details: { leaseBusy: true } });
     }
+    leased = true;
     const row = await store.getRow(runId);
     live.seed(row?.pendingConfirmations ?? []);
+    // a cancel recorded before this drive started (queued run, another process, a crash): apply it first
+    if (row?.cancelRequest) cancelFrom(row.cancelRequest.reason);
   })();
 
   // events: batched, one store transaction per batch, in order
@@ -102,12 +121,15 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
           () => undefined, // a transient database error: the next beat retries; expiry protects others
         );
       }, Math.max(50, Math.floor(leaseTtlMs / 3)));
-      // decisions recorded by another process while this one executes the run
+      // cancels and decisions recorded by other processes while this one executes the run
+      let polling = false;
       poller = setInterval(() => {
-        if (!live.pending.size) return;
-        store.unappliedDecisions(runId).then(
-          (ds) => {
-            for (const d of ds) {
+        if (polling) return;
+        polling = true;
+        store.controlRequests(runId).then(
+          (req) => {
+            if (req.cancel) cancelFrom(req.cancel.reason);
+            for (const d of req.decisions) {
               const p = live.pending.get(d.stepId);
               if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
               live.pending.delete(d.stepId);
@@ -116,7 +138,7 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
             }
           },
           () => undefined,
-        );
+        ).finally(() => (polling = false));
       }, deps.decisionPollMs);
 
       const stream = await graph.stream(input as never, {
@@ -147,11 +169,25 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
       return view;
     } catch (e) {
       await drain().catch(() => undefined);
-      throw flushError ?? e;
+      const err = flushError ?? e;
+      if (!leased || isLeaseLost(err)) throw err;
+      // the run itself could not be executed or persisted: count it (bounded re-drives with
+      // backoff, then the run fails for good) instead of leaving it for the next poll to retry forever
+      const cause = storableError(toStepError(err));
+      const outcome = await store.recordDriveFailure(runId, owner, cause, deps.driveRetry, isPermanent(err)).catch(() => undefined);
+      if (outcome?.final) {
+        const terminal = { type: "run_failed" as const, at: new Date().toISOString(), data: { status: "failed", error: { code: ErrorCode.DRIVE_FAILED, message: cause.message } }, key: "run_failed::" };
+        for (const ev of await store.append(runId, [terminal], owner).catch(() => [])) {
+          live.apply(ev);
+          events.push(ev);
+        }
+      }
+      throw new DriveFailedError(runId, err, outcome);
     } finally {
       clearInterval(heartbeat);
       clearInterval(poller);
       await store.releaseLease(runId, owner).catch(() => undefined);
+      deps.controls.close(runId);
       done();
     }
   })();
@@ -164,6 +200,22 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
     },
   );
   return { runId, events, live, ready: ready.catch(() => undefined), result };
+}
+
+/** Another process owns the run now: nothing failed here. */
+export function isLeaseLost(e: unknown): boolean {
+  return e instanceof LeaseLostError || (e as ToolchainError)?.code === ErrorCode.RUN_NOT_ACTIVE;
+}
+
+/**
+ * Errors that another drive would meet again: Postgres data exceptions (class 22, e.g. 22P05 a NUL
+ * in jsonb) and program limits (class 54), and values we refuse to store. Failing at once beats
+ * retrying them.
+ */
+export function isPermanent(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  if (code === ErrorCode.UNSUPPORTED_VALUE) return true;
+  return typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code);
 }
 
 export function isLeaseBusy(e: unknown): boolean {

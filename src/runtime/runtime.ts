@@ -22,9 +22,11 @@ import { Planner, plannerConfigFromEnv, type PlannerOptions, type PlanningOutcom
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
-import { sameDecision, type RunStore } from "../store/run-store.js";
-import { isLeaseBusy, startDrive, type Drive, type Graph } from "./driver.js";
+import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
+import { assertStorable } from "../kernel/storable.js";
+import { DriveFailedError, isLeaseBusy, isLeaseLost, startDrive, type Drive, type Graph } from "./driver.js";
 import { buildRunView, type RunView } from "./view.js";
+import type { RunRow } from "../store/run-store.js";
 
 export interface RuntimeOptions {
   /** Extra skills (core.* are always present), or a registry to use as is. */
@@ -40,13 +42,15 @@ export interface RuntimeOptions {
   owner?: string;
   /** A run's lease lasts this long without a heartbeat (a dead process's runs are taken over after it). @default 15000 */
   leaseTtlMs?: number;
-  /** @default 200 */
+  /** How often a drive looks for decisions and cancels recorded by other processes. @default 200 */
   decisionPollMs?: number;
   /**
    * The planner for runs started from a request: its configuration (model, baseURL, ...; merged
    * over the environment's) or a Planner. @default configured from the environment (plannerConfigFromEnv)
    */
   planner?: PlannerOptions | Planner;
+  /** Bounded re-drives of a run whose drive throws (see README, Durability). */
+  driveRetry?: Partial<DriveRetryPolicy>;
 }
 
 export interface RunOptions {
@@ -95,6 +99,7 @@ export class Runtime {
   private readonly allowSkill?: (name: string) => boolean;
   private readonly leaseTtlMs: number;
   private readonly decisionPollMs: number;
+  private readonly driveRetry: DriveRetryPolicy;
 
   constructor(opts: RuntimeOptions = {}) {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
@@ -109,12 +114,17 @@ export class Runtime {
     this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.decisionPollMs = opts.decisionPollMs ?? 200;
+    this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
   }
 
   /** Validate only: throws PlanValidationError with a stable code. */
   validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): CompiledPlan {
     const [global, call] = [this.allowSkill, opts.allowSkill];
     const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
+    // values the run history cannot store are refused before anything else looks at them
+    assertStorable(plan, "plan");
+    if (opts.context !== undefined) assertStorable(opts.context, "context");
+    if (opts.memory !== undefined) assertStorable(opts.memory, "memory");
     return compilePlan(plan, { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory });
   }
 
@@ -217,6 +227,10 @@ export class Runtime {
     const parsed = ConfirmInputSchema.safeParse(input);
     if (!parsed.success) throw new ToolchainError(ErrorCode.INVALID_DECISION, `invalid decision: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
     const d = parsed.data;
+    assertStorable(d.stepId, "stepId");
+    if (d.arguments !== undefined) assertStorable(d.arguments, "arguments");
+    if (d.output !== undefined) assertStorable(d.output, "output");
+    if (d.comment !== undefined) assertStorable(d.comment, "comment");
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.output !== undefined ? { output: d.output } : {}), ...(d.comment ? { comment: d.comment } : {}) };
@@ -259,39 +273,42 @@ export class Runtime {
       this.env.controls.offer(runId, d.stepId, decision);
       return this.handleOf(local);
     }
-    return this.resumeRecorded(runId);
+    return this.redrive(runId);
   }
 
   /**
-   * How to continue a run from its checkpoint, which is the truth (the row is a projection of
-   * events and may run ahead of it when a process died between an event flush and a checkpoint):
-   * nothing saved yet → start it; stopped at an interrupt → resume with the recorded decisions;
-   * otherwise → continue where the checkpoint stands.
+   * Drive a run that is not executing in this process, from wherever it stands: a queued run from
+   * its plan, a suspended one with the recorded cancel or every unapplied decision, any other from
+   * its last checkpoint. If another process holds the run's lease, follow it instead (it polls the
+   * store for decisions and cancels and applies them).
    */
-  private async continuation(runId: string): Promise<Partial<RunState> | Command | null> {
-    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
-    if (!(snap.values as Partial<RunState>)?.runId) {
-      const row = await this.store.getRow(runId);
-      const now = new Date(this.env.now()).toISOString();
-      const input: Partial<RunState> = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, workspaceId: row!.workspaceId, status: "queued", createdAt: now, updatedAt: now };
-      // a run from a request that never started: the planner node plans it
-      if (row!.planningInput) Object.assign(input, { request: row!.planningInput.request, allowedSkills: row!.planningInput.allowedSkills });
-      return input;
-    }
-    if (snap.tasks.some((t) => t.interrupts.length > 0)) return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
-    return null;
+  private async redrive(runId: string): Promise<RunHandle> {
+    const local = this.active.get(runId);
+    if (local) return this.handleOf(local);
+    const row = await this.store.getRow(runId);
+    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+    if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
+    const input = await this.inputFor(runId, row);
+    // another caller in this process may have started it meanwhile (racing duplicate confirms)
+    const started = this.active.get(runId);
+    if (started) return this.handleOf(started);
+    return this.drive(runId, input);
   }
 
-  /** Resume a suspended run with every recorded decision not yet applied (if we can take its lease). */
-  private async resumeRecorded(runId: string): Promise<RunHandle> {
-    const input = await this.continuation(runId);
-    try {
-      return this.drive(runId, input);
-    } catch (e) {
-      // another process executes the run: it polls recorded decisions and applies this one
-      if ((e as ToolchainError).code === ErrorCode.RUN_NOT_ACTIVE) return this.follow(runId);
-      throw e;
+  /** The graph input that continues a run from where its checkpoint stands. */
+  private async inputFor(runId: string, row: RunRow): Promise<Partial<RunState> | Command | null> {
+    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    if (!(snap.values as Partial<RunState>)?.runId) {
+      const now = new Date(this.env.now()).toISOString();
+      const input: Partial<RunState> = { runId, plan: row.plan, context: row.context, memory: row.memory, workspaceId: row.workspaceId, status: "queued", createdAt: now, updatedAt: now };
+      // a run from a request that never started: the planner node plans it
+      if (row.planningInput) Object.assign(input, { request: row.planningInput.request, allowedSkills: row.planningInput.allowedSkills });
+      return input;
     }
+    const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
+    if (!interrupted) return null;
+    if (row.cancelRequest) return new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue });
+    return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
   }
 
   /**
@@ -313,20 +330,32 @@ export class Runtime {
     return rec ? rec.waitRound ?? 0 : undefined;
   }
 
-  /** Cancel: running steps are aborted through their signal, then completed steps compensated. */
+  /**
+   * Cancel: a durable request, like a decision. It is recorded on the run (the first reason wins),
+   * then applied by whichever process executes the run: this one at once, another within its
+   * decision poll, a queued run before any step starts. Running steps are aborted through their
+   * signal, then completed steps are compensated. A run that can no longer change answers with its
+   * current view.
+   */
   async cancel(runId: string, reason = "cancelled by request"): Promise<RunHandle> {
+    if (typeof reason !== "string" || reason.length > 2_000) throw new ToolchainError(ErrorCode.INVALID_DECISION, "reason: a string of at most 2000 characters");
+    assertStorable(reason, "reason");
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
+    await this.store.requestCancel(runId, reason);
     const local = this.active.get(runId);
-    this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason));
-    if (local) return this.handleOf(local);
-    const resume: ResumeValue = { cancel: true, reason };
-    return this.drive(runId, new Command({ resume }));
+    if (local) {
+      await local.ready;
+      this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, row.cancelRequest?.reason ?? reason));
+      return this.handleOf(local);
+    }
+    return this.redrive(runId);
   }
 
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
   async getRun(runId: string): Promise<RunView> {
+    if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
     const snap = await this.graph.getState({ configurable: { thread_id: runId } });
     const values = snap.values as Partial<RunState>;
     if (!values?.runId) {
@@ -339,7 +368,16 @@ export class Runtime {
     }
     const view = buildRunView(values as RunState);
     const local = this.active.get(runId);
-    if (!local) return view;
+    if (!local) {
+      if (!TERMINAL_RUN.has(view.status) || view.pendingConfirmations.length) {
+        // a run whose drive failed for good is failed whatever its last checkpoint says
+        const row = await this.store.getRow(runId);
+        if (row?.error?.code === ErrorCode.DRIVE_FAILED && row.status === "failed") {
+          return { ...view, status: "failed", error: row.error, pendingConfirmations: [] };
+        }
+      }
+      return view;
+    }
     for (const s of view.steps) s.status = local.live.status.get(s.stepId) ?? s.status;
     view.pendingConfirmations = [...local.live.pending.values()];
     if (!TERMINAL_RUN.has(view.status)) view.status = "running";
@@ -359,16 +397,11 @@ export class Runtime {
     const started: string[] = [];
     for (const runId of claimed) {
       if (this.active.has(runId)) continue;
-      let input: Partial<RunState> | Command | null;
       try {
-        input = await this.continuation(runId);
-      } catch {
-        await this.store.releaseLease(runId, this.owner).catch(() => undefined);
-        continue;
-      }
-      try {
+        const row = await this.store.getRow(runId);
+        if (!row) continue;
         // the lease was taken by claimRunnable; the drive renews and releases it
-        this.drive(runId, input).result.catch(() => undefined);
+        this.drive(runId, await this.inputFor(runId, row)).result.catch(() => undefined);
         started.push(runId);
       } catch {
         await this.store.releaseLease(runId, this.owner).catch(() => undefined);
@@ -431,25 +464,34 @@ export class Runtime {
     return { runId: d.runId, events: d.events, result: d.result };
   }
 
-  private async hasDecisionToApply(runId: string, pending: readonly { stepId: string }[]): Promise<boolean> {
-    if (!pending.length) return false;
-    const ids = new Set(pending.map((p) => p.stepId));
+  /** A decision or a cancel recorded for a suspended run that no drive has applied yet. */
+  private async hasRequestToApply(runId: string, row: RunRow): Promise<boolean> {
+    if (!row.pendingConfirmations.length) return false;
+    if (row.cancelRequest) return true;
+    const ids = new Set(row.pendingConfirmations.map((p) => p.stepId));
     return (await this.store.unappliedDecisions(runId)).some((d) => ids.has(d.stepId));
   }
 
-  /** A handle on a run executed elsewhere (or already settled): waits via the store. */
+  /**
+   * A handle on a run executed elsewhere (or already settled): waits via the store. A suspended
+   * run with a recorded decision or cancel that nobody is applying (no lease) is resumed here, so
+   * a caller never waits for a drive that will not come (library use without workers).
+   */
   private follow(runId: string): RunHandle {
     const local = this.active.get(runId);
     if (local) return this.handleOf(local);
     const events = new Channel<RunEvent>();
     events.close();
-    const result = (async () => {
+    const result = (async (): Promise<RunView> => {
       for (;;) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
         // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
         const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
-        if (SETTLED.has(row.status) && !leased && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
+        if (SETTLED.has(row.status) && !leased && !this.active.has(runId)) {
+          if (!(await this.hasRequestToApply(runId, row))) return this.getRun(runId);
+          return (await this.redrive(runId)).result;
+        }
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
@@ -465,6 +507,7 @@ export class Runtime {
       owner: this.owner,
       leaseTtlMs: this.leaseTtlMs,
       decisionPollMs: this.decisionPollMs,
+      driveRetry: this.driveRetry,
       view: async (id: string) => buildRunView((await this.graph.getState({ configurable: { thread_id: id } })).values as RunState),
     };
     let drive!: Drive;
@@ -479,24 +522,37 @@ export class Runtime {
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);
-    // another process holds the lease (it executes the run): follow it instead
-    drive.result = drive.result.catch((e) => {
-      if (isLeaseBusy(e)) return this.follow(runId).result;
-      throw e;
-    });
-    drive.result.catch(() => undefined);
-    drive.result.then(
-      async (view) => {
-        // decisions recorded while the drive was finishing: resume at once
-        if (view.status === "waiting_confirmation" && !this.active.has(runId)) {
-          const pending = new Set(view.pendingConfirmations.map((p) => p.stepId));
-          const ds = await this.store.unappliedDecisions(runId).catch(() => []);
-          if (ds.some((x) => pending.has(x.stepId))) await this.resumeRecorded(runId).catch(() => undefined);
-        }
-      },
-      () => undefined,
+    drive.result = drive.result.then(
+      (view) => this.afterDrive(runId, view),
+      (e) => this.afterFailure(runId, e),
     );
+    drive.result.catch(() => undefined);
     return this.handleOf(drive);
+  }
+
+  /**
+   * A drive settled. A decision or cancel recorded while it was finishing (after its scheduler
+   * stopped listening) would otherwise wait for nobody: resume at once, and answer every holder of
+   * this handle with the outcome of that resume.
+   */
+  private async afterDrive(runId: string, view: RunView): Promise<RunView> {
+    if (!view.pendingConfirmations.length || this.active.has(runId)) return view;
+    const row = await this.store.getRow(runId).catch(() => undefined);
+    if (!row || row.leaseOwner || !(await this.hasRequestToApply(runId, row).catch(() => false))) return view;
+    return (await this.redrive(runId)).result;
+  }
+
+  /** A drive threw: follow another owner, answer the failed run, or re-drive after the backoff. */
+  private async afterFailure(runId: string, e: unknown): Promise<RunView> {
+    if (isLeaseBusy(e)) return this.follow(runId).result;
+    if (e instanceof DriveFailedError) {
+      if (!e.outcome) return this.follow(runId).result; // not ours any more, or the database is away: its lease expires
+      if (e.outcome.final) return this.getRun(runId);
+      await new Promise((r) => setTimeout(r, e.outcome!.retryInMs));
+      return (await this.redrive(runId)).result;
+    }
+    if (isLeaseLost(e)) return this.follow(runId).result;
+    throw e;
   }
 }
 

@@ -5,6 +5,8 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
 import { project } from "./projection.js";
 import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
+import type { StepError } from "../kernel/errors.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChangeListener, type RunPage, type RunSummary } from "./run-store.js";
 import type { RunStatus } from "../kernel/status.js";
 
@@ -15,6 +17,7 @@ interface Entry {
   view?: RunView;
   createdAt: Date;
   finishedAt?: Date;
+  nextAttemptAt?: number;
   decisions: Map<string, { stepId: string; round: number; decision: Decision; applied: boolean }>;
 }
 
@@ -31,7 +34,7 @@ export class MemoryRunStore implements RunStore {
   async createRun(r: NewRun): Promise<void> {
     if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
     this.runs.set(r.runId, {
-      row: { ...r, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false },
+      row: { ...r, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0 },
       events: [],
       keys: new Set(),
       createdAt: new Date(this.now()),
@@ -79,6 +82,9 @@ export class MemoryRunStore implements RunStore {
     e.row.status = v.status;
     e.row.memory = v.memory;
     e.row.pendingConfirmations = v.pendingConfirmations;
+    e.row.error = v.error;
+    e.row.driveFailures = 0;
+    e.nextAttemptAt = undefined;
     if (TERMINAL_RUN.has(v.status)) e.finishedAt ??= new Date(this.now());
   }
   async getView(runId: string): Promise<RunView | undefined> {
@@ -109,19 +115,60 @@ export class MemoryRunStore implements RunStore {
     }
   }
   async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
-    const out: string[] = [];
-    for (const e of [...this.runs.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())) {
-      if (out.length >= limit) break;
-      const decided = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && [...e.decisions.values()].some((d) => !d.applied);
+    const now = this.now();
+    const eligible = (e: Entry) => {
+      if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= now) return false;
+      if (e.nextAttemptAt !== undefined && e.nextAttemptAt > now) return false;
+      if (["queued", "planning", "running"].includes(e.row.status)) return true;
       // a lease left behind by a dead process: its drive ended mid-way, whatever the row says
-      const orphaned = e.row.leaseOwner !== null;
-      if (!["queued", "planning", "running"].includes(e.row.status) && !decided && !orphaned) continue;
-      if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= this.now()) continue;
+      if (e.row.leaseOwner !== null) return true;
+      const suspended = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && e.row.pendingConfirmations.length > 0;
+      return suspended && (e.row.cancelRequest !== null || [...e.decisions.values()].some((d) => !d.applied));
+    };
+    // fair across workspaces: rank within the workspace (oldest first), then take rank by rank
+    const rank = new Map<string, number>();
+    const ranked = [...this.runs.values()]
+      .filter(eligible)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+      .map((e) => {
+        const n = (rank.get(e.row.workspaceId) ?? 0) + 1;
+        rank.set(e.row.workspaceId, n);
+        return { e, n };
+      })
+      .sort((a, b) => a.n - b.n || a.e.createdAt.getTime() - b.e.createdAt.getTime());
+    const out: string[] = [];
+    for (const { e } of ranked.slice(0, limit)) {
       e.row.leaseOwner = owner;
-      e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
+      e.row.leaseExpiresAt = new Date(now + ttlMs);
       out.push(e.row.runId);
     }
     return out;
+  }
+  async requestCancel(runId: string, reason: string): Promise<void> {
+    const e = this.get(runId);
+    if (TERMINAL_RUN.has(e.row.status) && !e.row.pendingConfirmations.length) return;
+    e.row.cancelRequest ??= { reason, at: new Date(this.now()).toISOString() };
+  }
+  async controlRequests(runId: string): Promise<ControlRequests> {
+    const e = this.runs.get(runId);
+    if (!e) return { cancel: null, decisions: [] };
+    return { cancel: e.row.cancelRequest, decisions: await this.unappliedDecisions(runId) };
+  }
+  async recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
+    const e = this.runs.get(runId);
+    if (!e || (e.row.leaseOwner !== null && e.row.leaseOwner !== owner)) return undefined;
+    const failures = ++e.row.driveFailures;
+    const final = permanent || failures >= policy.maxFailures;
+    const retryInMs = final ? 0 : driveBackoffMs(policy, failures);
+    if (final) {
+      e.row.status = "failed";
+      e.row.error = driveFailedError(error, failures, permanent);
+      e.row.pendingConfirmations = [];
+      e.finishedAt = new Date(this.now());
+      e.nextAttemptAt = undefined;
+      if (e.view) e.view = { ...e.view, status: "failed", error: e.row.error, pendingConfirmations: [] };
+    } else e.nextAttemptAt = this.now() + retryInMs;
+    return { failures, final, retryInMs };
   }
   async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
     const e = this.get(runId);
@@ -156,7 +203,8 @@ export class MemoryRunStore implements RunStore {
   }
   async prunable(before: Date, limit: number): Promise<string[]> {
     return [...this.runs.values()]
-      .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned)
+      .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned && TERMINAL_RUN.has(e.row.status))
+      .filter((e) => !e.row.pendingConfirmations.length && e.row.leaseOwner === null && ![...e.decisions.values()].some((d) => !d.applied))
       .slice(0, limit)
       .map((e) => e.row.runId);
   }

@@ -97,6 +97,14 @@ export function migrations(db: Pick<Database, "schema">): string[] {
     CREATE INDEX tool_chain_api_keys_ws ON ${t("tool_chain_api_keys")} (workspace_id);`,
     // 3: runs started from a request: what to plan (request, allowlist) and which planner wrote the plan
     `ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN planning_input jsonb, ADD COLUMN planning jsonb;`,
+    // 4: durable cancel requests (picked up by the executing process like decisions) and bounded
+    // re-drives: consecutive drive failures, the earliest next attempt (per-run backoff), the last error
+    `ALTER TABLE ${t("tool_chain_runs")}
+       ADD COLUMN cancel_reason text,
+       ADD COLUMN cancel_requested_at timestamptz,
+       ADD COLUMN drive_failures int NOT NULL DEFAULT 0,
+       ADD COLUMN next_attempt_at timestamptz,
+       ADD COLUMN last_drive_error jsonb;`,
   ];
 }
 

@@ -12,6 +12,8 @@ import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
+import type { StepError } from "../kernel/errors.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
 
 type Tx = pg.PoolClient;
@@ -82,6 +84,7 @@ export class PgRunStore implements RunStore {
   }
 
   async getRow(runId: string): Promise<RunRow | undefined> {
+    if (runId.includes("\u0000")) return undefined; // no run can have such an id (Postgres text cannot hold it)
     const { rows } = await this.db.pool.query(`SELECT * FROM ${this.runs} WHERE run_id = $1`, [runId]);
     const r = rows[0];
     if (!r) return undefined;
@@ -99,6 +102,9 @@ export class PgRunStore implements RunStore {
       lastSeq: Number(r.last_seq),
       checkpointPruned: r.checkpoint_pruned_at !== null,
       planningInput: r.planning_input ?? null,
+      error: r.error ?? null,
+      cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString() } : null,
+      driveFailures: Number(r.drive_failures ?? 0),
     };
   }
 
@@ -190,6 +196,7 @@ export class PgRunStore implements RunStore {
       if (v.planning) await this.setPlan(c, v.runId, v.plan, v.planning);
       const { rowCount } = await c.query(
         `UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
+           drive_failures = 0, next_attempt_at = NULL,
            finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
          WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)`,
         [v.runId, v.status, JSON.stringify(v.memory), JSON.stringify(v.result), JSON.stringify(v.error), JSON.stringify(v.pendingConfirmations), owner ?? null],
@@ -286,20 +293,79 @@ export class PgRunStore implements RunStore {
   }
 
   async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
+    // Fairness: candidates are ranked within their workspace (oldest first) and taken rank by
+    // rank, so one workspace's backlog (or its runs backing off after failures) cannot hold the
+    // others' runs back. Only the picked rows are locked (SKIP LOCKED: workers never wait on each other).
     const { rows } = await this.db.pool.query(
-      `UPDATE ${this.runs} SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval
-       WHERE run_id IN (
-         SELECT run_id FROM ${this.runs} r
+      `WITH cand AS (
+         SELECT run_id, created_at, row_number() OVER (PARTITION BY workspace_id ORDER BY created_at, run_id) AS rn
+         FROM ${this.runs} r
          WHERE (lease_owner IS NULL OR lease_expires_at < now())
+           AND (next_attempt_at IS NULL OR next_attempt_at <= now())
            AND (status IN ('queued', 'planning', 'running')
              -- a lease left behind by a dead process: its drive ended mid-way, whatever the row says
              OR lease_owner IS NOT NULL
-             OR (status IN ('waiting_confirmation', 'rollback_failed') AND EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)))
-         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING run_id`,
+             OR (status IN ('waiting_confirmation', 'rollback_failed') AND pending_confirmations <> '[]'::jsonb
+               AND (cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied))))),
+       pick AS (SELECT run_id, rn, created_at FROM cand ORDER BY rn, created_at LIMIT $3 * 4),
+       locked AS (
+         SELECT r.run_id FROM ${this.runs} r JOIN pick p ON p.run_id = r.run_id
+         WHERE (r.lease_owner IS NULL OR r.lease_expires_at < now())
+         ORDER BY p.rn, p.created_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED)
+       UPDATE ${this.runs} u SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval
+       FROM locked WHERE u.run_id = locked.run_id
+       RETURNING u.run_id`,
       [owner, String(ttlMs), limit],
     );
     return rows.map((r) => r.run_id);
+  }
+
+  async requestCancel(runId: string, reason: string): Promise<void> {
+    await this.db.pool.query(
+      `UPDATE ${this.runs} SET cancel_reason = COALESCE(cancel_reason, $2), cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+       WHERE run_id = $1 AND NOT (status IN ('completed','failed','cancelled','rolled_back','rollback_failed') AND pending_confirmations = '[]'::jsonb)`,
+      [runId, reason],
+    );
+  }
+
+  async controlRequests(runId: string): Promise<ControlRequests> {
+    const { rows } = await this.db.pool.query(
+      `SELECT r.cancel_reason, r.cancel_requested_at,
+         (SELECT coalesce(json_agg(json_build_object('stepId', d.step_id, 'round', d.round, 'decision', d.decision) ORDER BY d.created_at), '[]'::json)
+          FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied) AS decisions
+       FROM ${this.runs} r WHERE r.run_id = $1`,
+      [runId],
+    );
+    const r = rows[0];
+    if (!r) return { cancel: null, decisions: [] };
+    return {
+      cancel: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString() } : null,
+      decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({ ...d, round: Number(d.round) })),
+    };
+  }
+
+  async recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
+    return this.tx(async (c) => {
+      const { rows } = await c.query(`SELECT drive_failures, lease_owner, status FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
+      const r = rows[0];
+      if (!r || (r.lease_owner !== null && r.lease_owner !== owner)) return undefined;
+      const failures = Number(r.drive_failures) + 1;
+      const final = permanent || failures >= policy.maxFailures;
+      const retryInMs = final ? 0 : driveBackoffMs(policy, failures);
+      if (final) {
+        await c.query(
+          `UPDATE ${this.runs} SET drive_failures = $2, next_attempt_at = NULL, last_drive_error = $3::jsonb, status = 'failed', error = $4::jsonb,
+             pending_confirmations = '[]'::jsonb, finished_at = now(), updated_at = now() WHERE run_id = $1`,
+          [runId, failures, JSON.stringify(error), JSON.stringify(driveFailedError(error, failures, permanent))],
+        );
+      } else {
+        await c.query(
+          `UPDATE ${this.runs} SET drive_failures = $2, next_attempt_at = now() + ($3 || ' milliseconds')::interval, last_drive_error = $4::jsonb, updated_at = now() WHERE run_id = $1`,
+          [runId, failures, String(retryInMs), JSON.stringify(error)],
+        );
+      }
+      return { failures, final, retryInMs };
+    });
   }
 
   async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
@@ -346,8 +412,11 @@ export class PgRunStore implements RunStore {
 
   async prunable(before: Date, limit: number): Promise<string[]> {
     const { rows } = await this.db.pool.query(
-      `SELECT run_id FROM ${this.runs} WHERE finished_at < $1 AND checkpoint_pruned_at IS NULL
-         AND status IN ('completed','failed','cancelled','rolled_back','rollback_failed') ORDER BY finished_at LIMIT $2`,
+      `SELECT run_id FROM ${this.runs} r WHERE finished_at < $1 AND checkpoint_pruned_at IS NULL
+         AND status IN ('completed','failed','cancelled','rolled_back','rollback_failed')
+         AND pending_confirmations = '[]'::jsonb AND lease_owner IS NULL
+         AND NOT EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)
+       ORDER BY finished_at LIMIT $2`,
       [before, limit],
     );
     return rows.map((r) => r.run_id);

@@ -8,7 +8,7 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { RunView } from "../runtime/view.js";
-import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { ErrorCode, ToolchainError, type StepError } from "../kernel/errors.js";
 import type { EventLog } from "./event-log.js";
 import type { IntentLog } from "./intent-log.js";
 
@@ -47,6 +47,52 @@ export interface RunRow {
   checkpointPruned: boolean;
   /** Present for runs started from a request. */
   planningInput?: RunPlanningInput | null;
+  /** The run's error as stored (set by the final sync, or by a drive that failed for good). */
+  error: StepError | null;
+  /** A durable cancel request (first one wins), picked up by whichever process executes the run. */
+  cancelRequest: CancelRequest | null;
+  /** Consecutive drives of this run that threw (reset by a drive that ends normally). */
+  driveFailures: number;
+}
+
+export interface CancelRequest {
+  reason: string;
+  at: string;
+}
+
+/** How often a run whose drive throws is driven again, and how long to wait in between. */
+export interface DriveRetryPolicy {
+  /** After this many consecutive failures the run is `failed` (DRIVE_FAILED). @default 5 */
+  maxFailures: number;
+  /** Backoff before the n-th re-drive: initialMs * 2^(n-1), at most maxMs. @default 1000 */
+  initialMs: number;
+  /** @default 60000 */
+  maxMs: number;
+}
+export const DEFAULT_DRIVE_RETRY: DriveRetryPolicy = { maxFailures: 5, initialMs: 1_000, maxMs: 60_000 };
+
+export function driveBackoffMs(p: DriveRetryPolicy, failures: number): number {
+  return Math.min(p.maxMs, p.initialMs * 2 ** Math.max(0, failures - 1));
+}
+
+export interface DriveFailureOutcome {
+  failures: number;
+  /** The run is now `failed` and will not be driven again. */
+  final: boolean;
+  /** When it may be driven again (not final). */
+  retryInMs: number;
+}
+
+/** The run's error once its drive failed for good. */
+export function driveFailedError(cause: StepError, failures: number, permanent: boolean): StepError {
+  const why = permanent ? "a permanent error" : `${failures} consecutive failed attempts`;
+  return { code: ErrorCode.DRIVE_FAILED, message: `the run could not be executed or persisted (${why}): ${cause.message}`, details: { cause, failures } };
+}
+
+/** Requests for a running drive, read on every decision poll (one round trip). */
+export interface ControlRequests {
+  cancel: CancelRequest | null;
+  decisions: { stepId: string; round: number; decision: Decision }[];
 }
 
 export type RecordDecisionResult = "recorded" | "duplicate" | "conflict";
@@ -99,7 +145,10 @@ export function encodeRunCursor(t: bigint | number | string, runId: string): str
 export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,20}$/.test(v[0]) && typeof v[1] === "string") return { t: v[0], runId: v[1] };
+    // t must fit Postgres bigint; a run id cannot hold NUL (no stored run has one)
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,19}$/.test(v[0]) && BigInt(v[0]) <= 9223372036854775807n && typeof v[1] === "string" && !v[1].includes("\u0000")) {
+      return { t: v[0], runId: v[1] };
+    }
   } catch {
     // fall through
   }
@@ -125,14 +174,33 @@ export interface RunStore extends EventLog, IntentLog {
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
   renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(runId: string, owner: string): Promise<void>;
-  /** Runs that need an executor: queued, or active with an expired lease. Claims up to `limit`. */
+  /**
+   * Runs that need an executor: queued, active with an expired lease, or suspended with a decision
+   * or a cancel to apply; never one backing off after a failed drive. Fair across workspaces (the
+   * oldest run of each workspace first, then the second oldest of each, ...). Claims up to `limit`.
+   */
   claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]>;
+  /** Record a cancel request (the first reason wins); no-op on a run that cannot change any more. */
+  requestCancel(runId: string, reason: string): Promise<void>;
+  /** The cancel request and the unapplied decisions of a run (the running drive's poll). */
+  controlRequests(runId: string): Promise<ControlRequests>;
+  /**
+   * A drive of the run threw with `error` (not a lost lease): count it and back off, or, after
+   * `policy.maxFailures` consecutive failures or when `permanent`, fail the run for good
+   * (status `failed`, error DRIVE_FAILED naming the cause, no pending confirmations).
+   * Only while `owner` holds the lease (or nobody does).
+   */
+  recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined>;
   /** At most one decision per (run, step, round): concurrent duplicates resolve to one. */
   recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult>;
   getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined>;
   unappliedDecisions(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
   markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void>;
-  /** Terminal runs finished before `before` whose checkpoints still exist. */
+  /**
+   * Terminal runs finished before `before` whose checkpoints still exist and that can never be
+   * resumed again: nothing pending (a strict rollback waiting for an operator is `rollback_failed`
+   * with a pending decision), no lease, no unapplied decision.
+   */
   prunable(before: Date, limit: number): Promise<string[]>;
   markPruned(runIds: string[]): Promise<void>;
   /** The workspace's runs, newest first, keyset-paginated on (created_at, run_id). */
