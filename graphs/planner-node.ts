@@ -5,7 +5,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { toStepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
-import { compilePlan } from "../src/plan/validate.js";
+import { compilePlanAsync } from "../src/plan/validate.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate } from "./state.js";
@@ -15,7 +15,7 @@ export function makePlannerNode(env: RuntimeEnv) {
     const emit = emitter(config, env);
     emit(EventType.planning_started, undefined, { source: "given" });
     try {
-      const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
+      const compiled = await compiledFor(env, state.runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
       emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
       return { plan: compiled.plan, status: "running", updatedAt: new Date(env.now()).toISOString() };
     } catch (e) {

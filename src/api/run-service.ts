@@ -85,7 +85,9 @@ export class RunService {
   /** Validate (throws with the plan's code, creating nothing) and start or queue the run. */
   async start(p: Principal, body: RunRequest, traceId: string): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
     const plan = await this.planOf(p, body);
-    const opts = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
+    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
+    // validated in slices: a huge plan does not hold the event loop (other workspaces' requests)
+    const opts = { ...base, compiled: await this.runtime.validateAsync(plan, base) };
     if (this.o.execution === "queue") return { ...(await this.runtime.submit(plan, opts)), traceId };
     const handle = this.runtime.run(plan, opts);
     return { runId: handle.runId, traceId, handle };

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import type { ResumeValue } from "../../graphs/approval-node.js";
-import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
+import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
 import type { Decision, RunState } from "../../graphs/state.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
@@ -16,7 +16,7 @@ import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
-import { compilePlan, type CompiledPlan } from "../plan/validate.js";
+import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
@@ -50,6 +50,8 @@ export interface RunOptions {
   traceId?: string;
   /** This call's skill allowlist (e.g. the workspace's), applied on top of the runtime's `allowSkill`. */
   allowSkill?: (name: string) => boolean;
+  /** What `validateAsync(plan, these options)` returned: the plan is not validated again. */
+  compiled?: CompiledPlan;
 }
 
 export interface RunHandle {
@@ -102,9 +104,21 @@ export class Runtime {
 
   /** Validate only: throws PlanValidationError with a stable code. */
   validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): CompiledPlan {
+    return compilePlan(plan, this.validateOptions(opts));
+  }
+
+  /**
+   * `validate` in slices of at most ~10 ms, giving the event loop back in between (servers: a
+   * 10,000-step plan must not stall other requests). Pass the result as `RunOptions.compiled`.
+   */
+  validateAsync(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): Promise<CompiledPlan> {
+    return compilePlanAsync(plan, this.validateOptions(opts));
+  }
+
+  private validateOptions(opts: Pick<RunOptions, "context" | "memory" | "allowSkill">) {
     const [global, call] = [this.allowSkill, opts.allowSkill];
     const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
-    return compilePlan(plan, { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory });
+    return { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory };
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */
@@ -121,8 +135,10 @@ export class Runtime {
   }
 
   private prepare(plan: unknown, opts: RunOptions) {
-    const compiled = this.validate(plan, opts);
+    const compiled = opts.compiled ?? this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
+    // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
+    rememberCompiled(this.env, runId, compiled);
     const now = new Date(this.env.now()).toISOString();
     const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, status: "queued", createdAt: now, updatedAt: now };
     const created = this.store.createRun({
