@@ -17,6 +17,7 @@ import { skillMatcher, type Principal } from "../store/access-store.js";
 import type { RunRow } from "../store/run-store.js";
 import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
+import { FinishedViews, type FinishedViewsOptions } from "./finished-views.js";
 import type { ConfirmRequest, RunRequest } from "./schemas.js";
 import { currentView, present, type ApiRunView } from "./views.js";
 
@@ -36,6 +37,8 @@ export interface RunServiceOptions {
   cache: ViewCache;
   /** A waiting request answers 202 with the current view after this long. */
   maxWaitMs: number;
+  /** Finished runs' views kept in process (bounded by bytes, per workspace). */
+  finishedViews?: FinishedViewsOptions;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,13 +56,13 @@ function drain(events: AsyncIterator<RunEvent>): void {
   })().catch(() => undefined);
 }
 
-const FINISHED_KEPT = 2_000;
-
 export class RunService {
-  /** Views of finished runs (immutable), most recent last. */
-  private readonly finished = new Map<string, { workspaceId: string; body: string }>();
+  /** Views of finished runs (immutable). */
+  readonly finished: FinishedViews;
 
-  constructor(private readonly o: RunServiceOptions) {}
+  constructor(private readonly o: RunServiceOptions) {
+    this.finished = new FinishedViews(o.finishedViews);
+  }
 
   get runtime(): Runtime {
     return this.o.runtime;
@@ -137,8 +140,15 @@ export class RunService {
   private async afterHandle(p: Principal, row: RunRow, handle: RunHandle, wait: boolean): Promise<Outcome> {
     drain(handle.events[Symbol.asyncIterator]());
     handle.result.catch(() => undefined);
-    if (!wait) return { kind: "accepted", view: await currentView(this.runtime, row) };
-    return this.settle(p, row.runId, () => handle.result, row.traceId);
+    if (!wait) {
+      handle.release?.();
+      return { kind: "accepted", view: await currentView(this.runtime, row) };
+    }
+    return this.settle(p, row.runId, (signal) => {
+      // a handle following a run executed elsewhere polls until released
+      signal.addEventListener("abort", () => handle.release?.(), { once: true });
+      return handle.result;
+    }, row.traceId);
   }
 
   async view(p: Principal, runId: string, traceId?: string): Promise<ApiRunView> {
@@ -163,8 +173,7 @@ export class RunService {
     const body = JSON.stringify(view);
     if (TERMINAL_RUN.has(view.status) && !view.pendingConfirmations.length) {
       // a finished run's view never changes again: keep the most recent ones in this process
-      if (this.finished.size >= FINISHED_KEPT) this.finished.delete(this.finished.keys().next().value!);
-      this.finished.set(runId, { workspaceId: row.workspaceId, body });
+      this.finished.set(runId, row.workspaceId, body);
     }
     await this.o.cache.store(runId, cached.miss.version, row.workspaceId, body);
     return { body, cache: "miss" };

@@ -42,6 +42,8 @@ export const ErrorCode = {
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
   /** Too many API requests for this key (not a step's provider limit: that is RATE_LIMITED). */
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
+  /** More open event streams with this key than the server allows (`TOOLCHAIN_MAX_STREAMS_PER_KEY`). */
+  TOO_MANY_STREAMS: "TOO_MANY_STREAMS",
   PLANNER_NOT_CONFIGURED: "PLANNER_NOT_CONFIGURED",
   NOT_READY: "NOT_READY",
 } as const;

@@ -60,6 +60,12 @@ export interface RunHandle {
   events: AsyncIterable<RunEvent>;
   /** The run view when the run is terminal or waits for confirmation. */
   result: Promise<RunView>;
+  /**
+   * Stop waiting: a handle on a run executed elsewhere polls the store until the run settles;
+   * a caller that gives up (a request that timed out) releases it, and `result` rejects.
+   * A no-op for runs executed here.
+   */
+  release?(): void;
 }
 
 export const ConfirmInputSchema = z
@@ -356,15 +362,26 @@ export class Runtime {
     if (local) return this.handleOf(local);
     const events = new Channel<RunEvent>();
     events.close();
+    const released = new AbortController();
     const result = (async () => {
-      for (;;) {
+      while (!released.signal.aborted) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
         if (SETTLED.has(row.status) && !row.leaseOwner && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
-        await new Promise((r) => setTimeout(r, 50));
+        await new Promise<void>((r) => {
+          const t = setTimeout(done, 50);
+          function done() {
+            clearTimeout(t);
+            released.signal.removeEventListener("abort", done);
+            r();
+          }
+          released.signal.addEventListener("abort", done, { once: true });
+        });
       }
+      throw new ToolchainError(ErrorCode.INTERNAL, `stopped following run ${runId}`);
     })();
-    return { runId, events, result };
+    result.catch(() => undefined);
+    return { runId, events, result, release: () => released.abort() };
   }
 
   private drive(runId: string, input: Partial<RunState> | Command | null, created?: Promise<void>): RunHandle {

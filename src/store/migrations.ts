@@ -95,6 +95,10 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       revoked_at timestamptz
     );
     CREATE INDEX tool_chain_api_keys_ws ON ${t("tool_chain_api_keys")} (workspace_id);`,
+    // 3: where a key comes from: "configured" (TOOLCHAIN_API_KEYS, kept in sync with it on every
+    // start) or "created" (`keys create`, the dev key: never touched by the configuration)
+    `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN source text NOT NULL DEFAULT 'created';
+    UPDATE ${t("tool_chain_api_keys")} SET source = 'configured' WHERE label = 'configured';`,
   ];
 }
 

@@ -85,10 +85,15 @@ export type RunChangeListener = (change: RunChange) => void;
 export function encodeRunCursor(t: bigint | number | string, runId: string): string {
   return Buffer.from(JSON.stringify([String(t), runId])).toString("base64url");
 }
+const MAX_BIGINT = 2n ** 63n - 1n;
+
 export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,20}$/.test(v[0]) && typeof v[1] === "string") return { t: v[0], runId: v[1] };
+    // the time is a Postgres bigint (microseconds): a bigger number would fail in SQL, not here
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,19}$/.test(v[0]) && BigInt(v[0]) <= MAX_BIGINT && typeof v[1] === "string" && v[1].length <= 200 && !v[1].includes("\u0000")) {
+      return { t: v[0], runId: v[1] };
+    }
   } catch {
     // fall through
   }
