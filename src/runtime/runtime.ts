@@ -357,12 +357,11 @@ export class Runtime {
   }
 
   /** A handle on a run executed elsewhere (or already settled): waits via the store. */
-  private follow(runId: string): RunHandle {
+  private follow(runId: string, released = new AbortController()): RunHandle {
     const local = this.active.get(runId);
     if (local) return this.handleOf(local);
     const events = new Channel<RunEvent>();
     events.close();
-    const released = new AbortController();
     const result = (async () => {
       while (!released.signal.aborted) {
         const row = await this.store.getRow(runId);
@@ -407,9 +406,10 @@ export class Runtime {
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);
-    // another process holds the lease (it executes the run): follow it instead
+    // another process holds the lease (it executes the run): follow it instead (until released)
+    const released = new AbortController();
     drive.result = drive.result.catch((e) => {
-      if (isLeaseBusy(e)) return this.follow(runId).result;
+      if (isLeaseBusy(e)) return this.follow(runId, released).result;
       throw e;
     });
     drive.result.catch(() => undefined);
@@ -424,7 +424,7 @@ export class Runtime {
       },
       () => undefined,
     );
-    return this.handleOf(drive);
+    return { ...this.handleOf(drive), release: () => released.abort() };
   }
 }
 

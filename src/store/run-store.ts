@@ -85,13 +85,14 @@ export type RunChangeListener = (change: RunChange) => void;
 export function encodeRunCursor(t: bigint | number | string, runId: string): string {
   return Buffer.from(JSON.stringify([String(t), runId])).toString("base64url");
 }
-const MAX_BIGINT = 2n ** 63n - 1n;
+/** Microseconds since 1970 of year ~5138: far beyond any run, far within what Postgres intervals and timestamps hold. */
+const MAX_CURSOR_US = 10n ** 17n;
 
 export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    // the time is a Postgres bigint (microseconds): a bigger number would fail in SQL, not here
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,19}$/.test(v[0]) && BigInt(v[0]) <= MAX_BIGINT && typeof v[1] === "string" && v[1].length <= 200 && !v[1].includes("\u0000")) {
+    // the time (microseconds) becomes a timestamp in SQL: an absurd one would fail there, not here
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,18}$/.test(v[0]) && BigInt(v[0]) <= MAX_CURSOR_US && typeof v[1] === "string" && v[1].length <= 200 && !v[1].includes("\u0000")) {
       return { t: v[0], runId: v[1] };
     }
   } catch {
