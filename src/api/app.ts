@@ -16,6 +16,8 @@ import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
 import { RunService, type Execution, type Planner } from "./run-service.js";
 import { runsRouter } from "./runs.js";
+import { consoleRouter } from "./console.js";
+import { securityHeaders } from "./security.js";
 import { skillsRouter } from "./skills.js";
 import type { SseOptions, SseStream } from "./sse.js";
 
@@ -50,6 +52,8 @@ export interface AppOptions {
   sse?: SseOptions;
   /** Prometheus metrics at /metrics. @default true */
   metrics?: boolean;
+  /** Serve the run console at /console. @default true */
+  console?: boolean;
   /** Errors that answered 500 (bugs). @default console.error of describeInternalError (Postgres errors by code and run id, never their values) */
   onInternalError?: (e: unknown, info: InternalErrorInfo) => void;
   /** /metrics requires this bearer token when set (TOOLCHAIN_METRICS_TOKEN). */
@@ -103,6 +107,7 @@ export function createApp(opts: AppOptions): ApiApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  app.use(securityHeaders());
   if (metrics) {
     app.use((req, res, next) => {
       const end = metrics.httpDuration.startTimer();
@@ -113,6 +118,7 @@ export function createApp(opts: AppOptions): ApiApp {
       next();
     });
   }
+  if (opts.console !== false) app.use(consoleRouter());
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics, metricsToken: opts.metricsToken, log: opts.log }));
   app.use(
     "/api",

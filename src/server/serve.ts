@@ -151,6 +151,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
     const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs }) : async () => undefined;
 
     log(`toolchain API on ${url} (${db.kind === "server" ? "Postgres server" : `embedded Postgres in ${cfg.dataDir}`}; live events via ${live.transport}${cfg.redisUrl ? " + Redis view cache" : ""}; ${cfg.worker ? "executing runs here" : "API only: runs are queued for workers"})`);
+    log(`run console: ${url}/console (sign in with a workspace API key)`);
     if (devKey) {
       log(`created workspace "local" with API key:\n\n  ${devKey}\n`);
       const file = devKeyFile(cfg.dataDir);

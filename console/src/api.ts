@@ -1,0 +1,78 @@
+/** The REST API client: every call carries the workspace key; errors keep the API's code. */
+import type { RunEvent, RunSummary, RunView, SkillInfo } from "./model/types.js";
+import type { DecisionValue } from "./model/decisions.js";
+
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export interface ConfirmBody {
+  stepId: string;
+  decision: DecisionValue;
+  arguments?: Record<string, unknown>;
+  output?: unknown;
+  comment?: string;
+  /** The wait being answered (pendingConfirmations[].round): a stale dialog cannot answer a later wait. */
+  round?: number;
+}
+
+export class Api {
+  constructor(readonly key: string, private readonly onUnauthorized: () => void = () => undefined) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.key}`, ...extra };
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    const headers = this.headers(body === undefined ? { accept: "application/json" } : { accept: "application/json", "content-type": "application/json" });
+    const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, cache: "no-store" });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const err = (parsed as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
+      if (res.status === 401) this.onUnauthorized();
+      throw new ApiError(res.status, err?.code ?? `HTTP_${res.status}`, err?.message ?? (res.statusText || `HTTP ${res.status}`), err?.details);
+    }
+    return parsed as T;
+  }
+
+  listRuns(q: { status?: readonly string[]; limit?: number; cursor?: string | null }, signal?: AbortSignal): Promise<{ runs: RunSummary[]; nextCursor: string | null }> {
+    const p = new URLSearchParams();
+    if (q.status?.length) p.set("status", q.status.join(","));
+    p.set("limit", String(q.limit ?? 25));
+    if (q.cursor) p.set("cursor", q.cursor);
+    return this.request("GET", `/api/tool-chains/runs?${p}`, undefined, signal);
+  }
+
+  getRun(runId: string, signal?: AbortSignal): Promise<RunView> {
+    return this.request("GET", `/api/tool-chains/runs/${encodeURIComponent(runId)}`, undefined, signal);
+  }
+
+  async events(runId: string, after = 0, signal?: AbortSignal): Promise<RunEvent[]> {
+    return (await this.request<{ events: RunEvent[] }>("GET", `/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${after}`, undefined, signal)).events;
+  }
+
+  confirm(runId: string, body: ConfirmBody): Promise<RunView> {
+    // wait: false answers at once; the run page follows the run over SSE
+    return this.request("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/confirm`, { ...body, wait: false });
+  }
+
+  cancel(runId: string, reason: string): Promise<RunView> {
+    return this.request("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/cancel`, { reason, wait: false });
+  }
+
+  private skillsCache: Promise<SkillInfo[]> | undefined;
+  skills(): Promise<SkillInfo[]> {
+    this.skillsCache ??= this.request<{ skills: SkillInfo[] }>("GET", "/api/skills").then((r) => r.skills);
+    this.skillsCache.catch(() => (this.skillsCache = undefined));
+    return this.skillsCache;
+  }
+}

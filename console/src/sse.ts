@@ -1,0 +1,107 @@
+/**
+ * Follows a run's events over SSE. EventSource cannot send an Authorization header, so this reads
+ * the stream with fetch (parsed by eventsource-parser) and reconnects like EventSource does,
+ * sending Last-Event-ID so the server resumes after the last event seen. A 204 means the run is
+ * finished and everything was delivered.
+ */
+import { createParser } from "eventsource-parser";
+import type { Api } from "./api.js";
+import type { RunEvent } from "./model/types.js";
+
+export type FollowState = "connecting" | "live" | "reconnecting" | "ended" | "error";
+
+export interface Follower {
+  close(): void;
+  /** Reconnect now (e.g. after a decision revived a finished stream). */
+  poke(): void;
+}
+
+export function followRun(api: Api, runId: string, after: number, on: { event(e: RunEvent): void; state(s: FollowState, detail?: string): void }): Follower {
+  let last = after;
+  let closed = false;
+  let ctrl: AbortController | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let retryMs = 1_000;
+  let failures = 0;
+
+  const schedule = (ms: number) => {
+    clearTimeout(timer);
+    if (!closed) timer = setTimeout(() => void connect(), ms);
+  };
+
+  async function connect(): Promise<void> {
+    if (closed) return;
+    ctrl?.abort();
+    const mine = (ctrl = new AbortController());
+    on.state(failures ? "reconnecting" : "connecting");
+    let got = 0;
+    try {
+      const res = await fetch(`/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${last}`, {
+        headers: api.headers({ accept: "text/event-stream", "last-event-id": String(last) }),
+        signal: mine.signal,
+        cache: "no-store",
+      });
+      if (res.status === 204) {
+        on.state("ended");
+        return;
+      }
+      if (!res.ok || !res.body) {
+        const text = await res.text().catch(() => "");
+        if (res.status === 401 || res.status === 404) {
+          on.state("error", `${res.status}: ${text.slice(0, 200)}`);
+          return;
+        }
+        throw new Error(`HTTP ${res.status}`);
+      }
+      on.state("live");
+      failures = 0;
+      const parser = createParser({
+        onEvent(m) {
+          if (m.event === "error") {
+            on.state("error", m.data);
+            return;
+          }
+          let e: RunEvent;
+          try {
+            e = JSON.parse(m.data) as RunEvent;
+          } catch {
+            return;
+          }
+          if (typeof e.seq !== "number" || e.seq <= last) return;
+          last = e.seq;
+          got++;
+          on.event(e);
+        },
+        onRetry(ms) {
+          retryMs = ms;
+        },
+      });
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+    } catch (e) {
+      if (mine.signal.aborted || closed) return;
+      failures++;
+    }
+    if (closed || mine !== ctrl) return;
+    // the server ends the stream when the run is terminal: reconnecting answers 204 then
+    schedule(got > 0 ? retryMs : Math.min(10_000, retryMs * 2 ** Math.min(failures, 4)));
+    if (got === 0) failures++;
+  }
+
+  void connect();
+  return {
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      ctrl?.abort();
+    },
+    poke() {
+      failures = 0;
+      schedule(0);
+    },
+  };
+}
