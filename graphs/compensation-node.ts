@@ -25,7 +25,7 @@ import { executeAttempt } from "../src/kernel/execute-attempt.js";
 import { hasSideEffects, type Skill } from "../src/skills/contract.js";
 import { resolveArguments } from "../src/plan/refs.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
-import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
+import { compilePlanAsync, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
@@ -58,7 +58,7 @@ function needsWork(r: StepRecord): boolean {
 
 export function makeCompensationNode(env: RuntimeEnv) {
   return async function compensation(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
-    const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry }));
+    const compiled = await compiledFor(env, state.runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry }));
     const mode = compiled.plan.rollbackMode;
     const emit = emitter(config, env);
     const runId = state.runId;

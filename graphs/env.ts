@@ -4,6 +4,7 @@
  */
 import type { SkillLogger } from "../src/skills/contract.js";
 import type { SkillRegistry } from "../src/skills/registry.js";
+import { LRUCache } from "lru-cache";
 import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
 import type { IntentLog } from "../src/store/intent-log.js";
@@ -31,19 +32,43 @@ export interface RuntimeEnv {
    * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
    */
   compensationTimeoutMs: number;
-  /** Compiled plans by run (a run's plan does not change once planned). */
-  compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
+  /**
+   * Compiled plans by run (a run's plan does not change once planned), least recently used
+   * evicted first, bounded by estimated bytes (`compiledPlanBytes`), not by count: one tenant's
+   * large plans cannot exhaust the heap. Eviction only costs a recompilation.
+   */
+  compiledPlans: LRUCache<string, CachedPlan>;
+}
+
+export interface CachedPlan {
+  json: string;
+  compiled: CompiledPlan;
+}
+
+/** @default 64 MiB */
+export const DEFAULT_COMPILED_PLAN_BYTES = 64 * 1024 * 1024;
+
+/** Estimated heap bytes of a compiled plan: its JSON twice (UTF-16) for the parsed plan, the same for indexes and the key. */
+export const compiledPlanBytes = (c: CachedPlan): number => Math.max(1, c.json.length * 4);
+
+export function compiledPlanCache(maxBytes = DEFAULT_COMPILED_PLAN_BYTES): LRUCache<string, CachedPlan> {
+  return new LRUCache<string, CachedPlan>({ maxSize: Math.max(1, maxBytes), sizeCalculation: compiledPlanBytes });
 }
 
 /** Compile a run's plan once per process, not once per node execution. */
-export function compiledFor(env: RuntimeEnv, runId: string, plan: unknown, compile: () => CompiledPlan): CompiledPlan {
+export async function compiledFor(env: RuntimeEnv, runId: string, plan: unknown, compile: () => Promise<CompiledPlan>): Promise<CompiledPlan> {
   const json = JSON.stringify(plan);
   const hit = env.compiledPlans.get(runId);
   if (hit && hit.json === json) return hit.compiled;
-  const compiled = compile();
-  if (env.compiledPlans.size >= 1_000) env.compiledPlans.delete(env.compiledPlans.keys().next().value!);
+  const compiled = await compile();
+  // a plan larger than the whole cache is not kept (LRUCache refuses it)
   env.compiledPlans.set(runId, { json, compiled });
   return compiled;
+}
+
+/** Seed the cache with a plan compiled (and validated) at the boundary, so the graph does not compile it again. */
+export function rememberCompiled(env: RuntimeEnv, runId: string, compiled: CompiledPlan): void {
+  env.compiledPlans.set(runId, { json: JSON.stringify(compiled.plan), compiled });
 }
 
 export const silentLogger: SkillLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -58,8 +83,8 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     logger: () => silentLogger,
     segmentTasks: 1_000,
     compensationTimeoutMs: 60_000,
-    compiledPlans: new Map(),
     ...over,
+    compiledPlans: over.compiledPlans ?? compiledPlanCache(),
     // configured from the environment unless given (LangGraph Studio, the CLI, the server)
     planner: over.planner ?? new Planner({ registry, config: plannerConfigFromEnv(), now: over.now }),
   };

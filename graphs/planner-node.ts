@@ -10,7 +10,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { ErrorCode, toStepError, ToolchainError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
-import { compilePlan } from "../src/plan/validate.js";
+import { compilePlanAsync } from "../src/plan/validate.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
@@ -26,7 +26,7 @@ export function makePlannerNode(env: RuntimeEnv) {
       emit(EventType.planning_started, undefined, { source: "given" });
       try {
         if (state.plan === undefined) throw new ToolchainError(ErrorCode.PLAN_INVALID, "the run has neither a plan nor a request to plan");
-        const compiled = compiledFor(env, state.runId, state.plan, () => compilePlan(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
+        const compiled = await compiledFor(env, state.runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
         emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
         return { plan: compiled.plan, status: "running", updatedAt: at() };
       } catch (e) {

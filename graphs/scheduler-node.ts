@@ -21,7 +21,7 @@ import type { StepStatus } from "../src/kernel/status.js";
 import { resolveArguments } from "../src/plan/refs.js";
 import { hasSideEffects } from "../src/skills/contract.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
-import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
+import { compilePlanAsync, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
@@ -62,7 +62,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
   return async function scheduler(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const t0 = env.now();
     const runId = state.runId;
-    const compiled = compiledFor(env, runId, state.plan, () => compilePlan(state.plan, { registry: env.registry }));
+    const compiled = await compiledFor(env, runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry }));
     const { plan } = compiled;
     const emit = emitter(config, env);
     const iso = () => new Date(env.now()).toISOString();

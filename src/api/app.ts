@@ -9,8 +9,9 @@ import express, { type Express, type RequestHandler } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { localLive, type Live } from "../live/index.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
-import { errorHandler, notFound } from "./errors.js";
+import { perIpRateLimit, perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
+import { describeInternalError, errorHandler, notFound, type InternalErrorInfo } from "./errors.js";
+import { StreamSlots } from "./stream-slots.js";
 import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
 import { RunService, type Execution } from "./run-service.js";
@@ -38,6 +39,14 @@ export interface AppLimits {
   requestsPerMinute?: number;
   /** A request that waits for a run answers 202 with the current view after this long. @default 300000 */
   maxWaitMs?: number;
+  /** Per client address, before authentication; 0 disables. @default 1200 */
+  requestsPerMinutePerIp?: number;
+  /** Open event streams per API key and process (429 TOO_MANY_STREAMS above); 0: unlimited. @default 20 */
+  streamsPerKey?: number;
+  /** Finished runs' views kept in process, in bytes (JSON length). @default 32 MiB */
+  finishedViewBytes?: number;
+  /** One workspace's share of them. @default a quarter of finishedViewBytes */
+  finishedViewBytesPerWorkspace?: number;
 }
 
 export interface AppOptions {
@@ -59,17 +68,28 @@ export interface AppOptions {
   console?: boolean;
   /** The MCP endpoint at /mcp (false: off). @default {} */
   mcp?: McpOptions | false;
-  /** Errors that answered 500 (bugs). @default console.error */
-  onInternalError?: (e: unknown) => void;
+  /** Errors that answered 500 (bugs). @default console.error of describeInternalError (Postgres errors by code and run id, never their values) */
+  onInternalError?: (e: unknown, info: InternalErrorInfo) => void;
+  /** /metrics requires this bearer token when set (TOOLCHAIN_METRICS_TOKEN). */
+  metricsToken?: string;
+  /** Operational log lines (readiness failures). @default console.error */
+  log?: (line: string) => void;
 }
 
 export interface ApiApp {
   app: Express;
   live: Live;
   metrics?: ApiMetrics;
+  service: RunService;
   /** Ends open event streams and stops followers (call before closing the HTTP server). */
   close(): Promise<void>;
 }
+
+/** API answers hold run context and outputs: no shared or browser cache may keep them. */
+const noStore: RequestHandler = (_req, res, next) => {
+  res.setHeader("Cache-Control", "no-store");
+  next();
+};
 
 /** A request body must be JSON (or absent). */
 const jsonOnly: RequestHandler = (req, _res, next) => {
@@ -85,6 +105,7 @@ export function createApp(opts: AppOptions): ApiApp {
   const live = opts.live ?? localLive(runtime.store);
   const ownsLive = !opts.live;
   const streams = new Set<SseStream>();
+  const slots = new StreamSlots(opts.limits?.streamsPerKey ?? 20);
   const metrics = opts.metrics === false ? undefined : createMetrics(runtime.store, { openStreams: () => streams.size });
   const limits = opts.limits ?? {};
   const service = new RunService({
@@ -93,6 +114,7 @@ export function createApp(opts: AppOptions): ApiApp {
     cache: live.cache,
     execution: opts.execution ?? "inline",
     maxWaitMs: limits.maxWaitMs ?? 300_000,
+    finishedViews: { maxBytes: limits.finishedViewBytes, maxBytesPerWorkspace: limits.finishedViewBytesPerWorkspace },
   });
 
   const app = express();
@@ -110,11 +132,18 @@ export function createApp(opts: AppOptions): ApiApp {
     });
   }
   if (opts.console !== false) app.use(consoleRouter());
-  app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics }));
-  // one budget per key across /api and /mcp
-  const keyed = [requireKey(opts.auth), perKeyRateLimit(limits.requestsPerMinute ?? 600), jsonOnly, express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] })];
+  app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics, metricsToken: opts.metricsToken, log: opts.log }));
+  // one budget per key across /api and /mcp; unauthenticated floods are limited per address first
+  const keyed = [
+    noStore,
+    perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200),
+    requireKey(opts.auth),
+    perKeyRateLimit(limits.requestsPerMinute ?? 600),
+    jsonOnly,
+    express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }),
+  ];
   app.use("/api", ...keyed);
-  app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams }));
+  app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams, slots }));
   app.use(skillsRouter(runtime));
   const mcpOpts = opts.mcp === false ? undefined : (opts.mcp ?? {});
   const mcp =
@@ -129,12 +158,13 @@ export function createApp(opts: AppOptions): ApiApp {
   }
   if (opts.tables) app.use(tablesRouter(opts.tables));
   app.use(notFound);
-  app.use(errorHandler(opts.onInternalError ?? ((e) => console.error("internal error", e))));
+  app.use(errorHandler(opts.onInternalError ?? ((e, info) => console.error(describeInternalError(e, info)))));
 
   return {
     app,
     live,
     metrics,
+    service,
     async close() {
       for (const s of [...streams]) s.end();
       await mcp?.close();

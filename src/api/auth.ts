@@ -5,6 +5,7 @@
  */
 import type { RequestHandler, Response } from "express";
 import { rateLimit } from "express-rate-limit";
+import { LRUCache } from "lru-cache";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { hashApiKey, type AccessStore, type Principal } from "../store/access-store.js";
 
@@ -12,23 +13,75 @@ export interface Authenticator {
   authenticate(key: string): Promise<Principal | undefined>;
 }
 
-/** An AccessStore's lookup with a short positive cache. @default cacheMs 5000 */
-export function cachedAuthenticator(store: Pick<AccessStore, "authenticate">, cacheMs = 5_000): Authenticator & { forget(): void } {
-  const cache = new Map<string, { p: Principal; until: number }>();
+export interface AuthCacheOptions {
+  /** Known keys are cached this long. @default 5000 */
+  cacheMs?: number;
+  /**
+   * Unknown (or revoked) key hashes are remembered this long, so a flood of bogus keys costs no
+   * database query after the first of each; a key created in another process is accepted after
+   * at most this long. 0 disables. @default 5000
+   */
+  negativeCacheMs?: number;
+  /** Most hashes remembered (each kind), least recently used dropped first. @default 100000 */
+  maxEntries?: number;
+}
+
+/** An AccessStore's lookup with a short positive and negative cache; concurrent lookups of one key share one query. */
+export function cachedAuthenticator(store: Pick<AccessStore, "authenticate">, opts: number | AuthCacheOptions = {}): Authenticator & { forget(): void } {
+  const o = typeof opts === "number" ? { cacheMs: opts, negativeCacheMs: opts } : opts;
+  const cacheMs = o.cacheMs ?? 5_000;
+  const negativeMs = o.negativeCacheMs ?? 5_000;
+  const max = o.maxEntries ?? 100_000;
+  const known = new LRUCache<string, Principal>({ max, ttl: Math.max(1, cacheMs), ttlAutopurge: false });
+  const unknown = new LRUCache<string, true>({ max, ttl: Math.max(1, negativeMs), ttlAutopurge: false });
+  const inFlight = new Map<string, Promise<Principal | undefined>>();
   return {
     async authenticate(key) {
       const h = hashApiKey(key);
-      const hit = cache.get(h);
-      if (hit && hit.until > Date.now()) return hit.p;
-      const p = await store.authenticate(key);
-      if (p && cacheMs > 0) {
-        if (cache.size >= 10_000) cache.clear();
-        cache.set(h, { p, until: Date.now() + cacheMs });
-      } else cache.delete(h);
+      const hit = cacheMs > 0 ? known.get(h) : undefined;
+      if (hit) return hit;
+      if (negativeMs > 0 && unknown.has(h)) return undefined;
+      let pending = inFlight.get(h);
+      if (!pending) {
+        pending = store.authenticate(key).finally(() => inFlight.delete(h));
+        inFlight.set(h, pending);
+      }
+      const p = await pending;
+      if (p) {
+        unknown.delete(h);
+        if (cacheMs > 0) known.set(h, p);
+      } else {
+        known.delete(h);
+        if (negativeMs > 0) unknown.set(h, true);
+      }
       return p;
     },
-    forget: () => cache.clear(),
+    forget: () => {
+      known.clear();
+      unknown.clear();
+    },
   };
+}
+
+/**
+ * Requests per minute per client address, before authentication (a flood of bogus keys is cut
+ * off here, before it costs a hash and a lookup). 0 disables. Behind a reverse proxy set
+ * Express's `trust proxy` so the address is the client's.
+ */
+export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
+  if (requestsPerMinute <= 0) return (_req, _res, next) => next();
+  return rateLimit({
+    windowMs: 60_000,
+    limit: requestsPerMinute,
+    standardHeaders: "draft-8",
+    legacyHeaders: false,
+    handler: (req, res, next) => {
+      const reset = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+      const retryAfter = reset ? Math.max(1, Math.ceil((reset.getTime() - Date.now()) / 1000)) : 60;
+      res.setHeader("Retry-After", String(retryAfter));
+      next(new ToolchainError(ErrorCode.TOO_MANY_REQUESTS, `more than ${requestsPerMinute} requests per minute from this address; retry in ${retryAfter} s`, { details: { retryAfterSeconds: retryAfter, scope: "address" } }));
+    },
+  });
 }
 
 export function principalOf(res: Response): Principal {

@@ -50,6 +50,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   TOO_MANY_REQUESTS: 429,
   PLANNING_FAILED: 422,
+  TOO_MANY_STREAMS: 429,
   NOT_READY: 503,
   // table store: another workspace's table is a missing one
   TABLE_NOT_FOUND: 404,
@@ -97,12 +98,41 @@ export function sendError(res: Response, e: unknown): void {
   res.status(status).json(body);
 }
 
+/** Where an internal error happened: enough to find it, nothing from the request's values. */
+export interface InternalErrorInfo {
+  method: string;
+  route: string;
+  runId?: string;
+  /** A Postgres error: its SQLSTATE, routine and the schema objects it names (never its message or detail, which quote values). */
+  postgres?: { code: string; routine?: string; table?: string; column?: string; constraint?: string };
+}
+
+function isPostgresError(e: unknown): e is { code: string; routine?: string; table?: string; column?: string; constraint?: string; severity?: string } {
+  const x = e as { code?: unknown; severity?: unknown } | null;
+  return typeof x?.code === "string" && /^[0-9A-Z]{5}$/.test(x.code) && typeof x.severity === "string";
+}
+
+/** The log line for an error that answered 500: a Postgres error by code and run id, else the error itself. */
+export function describeInternalError(e: unknown, info: InternalErrorInfo): string {
+  if (info.postgres) return `internal error: postgres ${JSON.stringify(info)}`;
+  return `internal error ${JSON.stringify(info)}: ${(e as Error)?.stack ?? String(e)}`;
+}
+
 /** The last middleware. `onInternal` sees the errors that answer 500 (bugs: log them). */
-export function errorHandler(onInternal: (e: unknown) => void): ErrorRequestHandler {
-  return (err, _req, res, next) => {
+export function errorHandler(onInternal: (e: unknown, info: InternalErrorInfo) => void): ErrorRequestHandler {
+  return (err, req, res, next) => {
     if (res.headersSent) return next(err);
     const { status } = toErrorBody(err);
-    if (status === 500) onInternal(err);
+    if (status === 500) {
+      const info: InternalErrorInfo = { method: req.method, route: (req.route?.path as string | undefined) ?? req.path.slice(0, 100) };
+      const runId = (req.params as Record<string, string> | undefined)?.runId;
+      if (runId) info.runId = runId.slice(0, 200);
+      if (isPostgresError(err)) {
+        info.route = (req.route?.path as string | undefined) ?? "unmatched";
+        info.postgres = { code: err.code, ...(err.routine ? { routine: err.routine } : {}), ...(err.table ? { table: err.table } : {}), ...(err.column ? { column: err.column } : {}), ...(err.constraint ? { constraint: err.constraint } : {}) };
+      }
+      onInternal(err, info);
+    }
     sendError(res, err);
   };
 }

@@ -4,6 +4,7 @@
  * watcher): in a cluster, each process reports the work it executed and Prometheus sums them.
  * Runs by status and the queue depth are read from the run store at scrape time.
  */
+import { LRUCache } from "lru-cache";
 import client from "prom-client";
 import type { RunEvent } from "../kernel/events.js";
 import { RUN_STATUSES } from "./schemas.js";
@@ -13,10 +14,12 @@ export interface ApiMetrics {
   registry: client.Registry;
   httpDuration: client.Histogram<"method" | "route" | "status">;
   sseClients: client.Gauge;
+  /** Runs with per-step timing state held (bounded). */
+  tracked(): { running: number; waiting: number };
   close(): void;
 }
 
-export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean; openStreams?: () => number } = {}): ApiMetrics {
+export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean; openStreams?: () => number; maxTrackedRuns?: number } = {}): ApiMetrics {
   const registry = new client.Registry();
   if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: registry });
 
@@ -80,9 +83,11 @@ export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean;
   });
 
   // per run: step -> { started ms, skill }; waiting step -> since ms
-  const running = new Map<string, Map<string, { t: number; skill: string }>>();
-  const waiting = new Map<string, Map<string, number>>();
-  const per = <V>(m: Map<string, Map<string, V>>, runId: string) => {
+  // Bounded (least recently touched runs dropped): runs that end elsewhere, lose their lease or
+  // wait for days would otherwise stay here forever. A dropped wait is found in the event log.
+  const running = new LRUCache<string, Map<string, { t: number; skill: string }>>({ max: opts.maxTrackedRuns ?? 10_000 });
+  const waiting = new LRUCache<string, Map<string, number>>({ max: opts.maxTrackedRuns ?? 10_000 });
+  const per = <V extends {}>(m: LRUCache<string, Map<string, V>>, runId: string) => {
     let x = m.get(runId);
     if (!x) m.set(runId, (x = new Map()));
     return x;
@@ -101,6 +106,7 @@ export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean;
         if (r) {
           stepDuration.observe({ skill: r.skill, outcome: e.type === "step_completed" ? "completed" : "failed" }, Math.max(0, at - r.t) / 1000);
           running.get(e.runId)!.delete(step);
+          if (!running.get(e.runId)!.size) running.delete(e.runId);
         }
         if (e.type === "step_retrying") retries.inc({ skill: r?.skill ?? "unknown" });
         break;
@@ -113,6 +119,7 @@ export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean;
         if (since !== undefined) {
           confirmWait.observe(Math.max(0, at - since) / 1000);
           waiting.get(e.runId)!.delete(step);
+          if (!waiting.get(e.runId)!.size) waiting.delete(e.runId);
         } else void waitedSince(e).then((t) => t !== undefined && confirmWait.observe(Math.max(0, at - t) / 1000));
         break;
       }
@@ -137,5 +144,5 @@ export function createMetrics(store: RunStore, opts: { defaultMetrics?: boolean;
     for (const e of events) observe(e);
   });
 
-  return { registry, httpDuration, sseClients, close: unwatch };
+  return { registry, httpDuration, sseClients, tracked: () => ({ running: running.size, waiting: waiting.size }), close: unwatch };
 }

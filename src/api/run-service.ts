@@ -18,6 +18,7 @@ import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
 import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "./schemas.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
+import { FinishedViews, type FinishedViewsOptions } from "./finished-views.js";
 import { currentView, present, type ApiRunView } from "./views.js";
 
 export type Execution = "inline" | "queue";
@@ -37,6 +38,8 @@ export interface RunServiceOptions {
   cache: ViewCache;
   /** A waiting request answers 202 with the current view after this long. */
   maxWaitMs: number;
+  /** Finished runs' views kept in process (bounded by bytes, per workspace). */
+  finishedViews?: FinishedViewsOptions;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -54,13 +57,13 @@ function drain(events: AsyncIterator<RunEvent>): void {
   })().catch(() => undefined);
 }
 
-const FINISHED_KEPT = 2_000;
-
 export class RunService {
-  /** Views of finished runs (immutable), most recent last. */
-  private readonly finished = new Map<string, { workspaceId: string; body: string }>();
+  /** Views of finished runs (immutable). */
+  readonly finished: FinishedViews;
 
-  constructor(private readonly o: RunServiceOptions) {}
+  constructor(private readonly o: RunServiceOptions) {
+    this.finished = new FinishedViews(o.finishedViews);
+  }
 
   get runtime(): Runtime {
     return this.o.runtime;
@@ -78,15 +81,17 @@ export class RunService {
    * `request` + `autoPlan` the run is created at once and the graph's planner node writes its plan.
    */
   async start(p: Principal, body: RunRequest, traceId: string): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
-    const opts = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
+    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
     if (body.plan === undefined) {
       if (!body.autoPlan || body.request === undefined) {
         throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
       }
-      if (this.o.execution === "queue") return { ...(await this.runtime.submitRequest(body.request, opts)), traceId };
-      const handle = this.runtime.runRequest(body.request, opts);
+      if (this.o.execution === "queue") return { ...(await this.runtime.submitRequest(body.request, base)), traceId };
+      const handle = this.runtime.runRequest(body.request, base);
       return { runId: handle.runId, traceId, handle };
     }
+    // validated in slices: a huge plan does not hold the event loop (other workspaces' requests)
+    const opts = { ...base, compiled: await this.runtime.validateAsync(body.plan, base) };
     if (this.o.execution === "queue") return { ...(await this.runtime.submit(body.plan, opts)), traceId };
     const handle = this.runtime.run(body.plan, opts);
     return { runId: handle.runId, traceId, handle };
@@ -161,8 +166,15 @@ export class RunService {
   private async afterHandle(p: Principal, row: RunRow, handle: RunHandle, wait: boolean): Promise<Outcome> {
     drain(handle.events[Symbol.asyncIterator]());
     handle.result.catch(() => undefined);
-    if (!wait) return { kind: "accepted", view: await currentView(this.runtime, row) };
-    return this.settle(p, row.runId, () => handle.result, row.traceId);
+    if (!wait) {
+      handle.release?.();
+      return { kind: "accepted", view: await currentView(this.runtime, row) };
+    }
+    return this.settle(p, row.runId, (signal) => {
+      // a handle following a run executed elsewhere polls until released
+      signal.addEventListener("abort", () => handle.release?.(), { once: true });
+      return handle.result;
+    }, row.traceId);
   }
 
   async view(p: Principal, runId: string, traceId?: string): Promise<ApiRunView> {
@@ -187,8 +199,7 @@ export class RunService {
     const body = JSON.stringify(view);
     if (TERMINAL_RUN.has(view.status) && !view.pendingConfirmations.length) {
       // a finished run's view never changes again: keep the most recent ones in this process
-      if (this.finished.size >= FINISHED_KEPT) this.finished.delete(this.finished.keys().next().value!);
-      this.finished.set(runId, { workspaceId: row.workspaceId, body });
+      this.finished.set(runId, row.workspaceId, body);
     }
     await this.o.cache.store(runId, cached.miss.version, row.workspaceId, body);
     return { body, cache: "miss" };

@@ -1,6 +1,6 @@
 /** The /api/tool-chains routes: parse, call the RunService, translate its outcome. */
 import { Router, type Response } from "express";
-import { ErrorCode } from "../kernel/errors.js";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
@@ -8,6 +8,7 @@ import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./ru
 import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";
+import type { StreamSlots } from "./stream-slots.js";
 
 export interface RunsRouterOptions {
   service: RunService;
@@ -15,6 +16,8 @@ export interface RunsRouterOptions {
   sse: SseOptions;
   /** Open streams (ended on shutdown). */
   streams: Set<SseStream>;
+  /** Open streams per key. */
+  slots: StreamSlots;
 }
 
 function respond(res: Response, o: Outcome): void {
@@ -22,18 +25,25 @@ function respond(res: Response, o: Outcome): void {
   res.status(OUTCOME_STATUS[o.kind]).json(o.view);
 }
 
+/** Printable ASCII without spaces, at most 200 characters (run ids are UUIDs, or chosen by library callers). */
+const RUN_ID = /^[\x21-\x7e]{1,200}$/;
+
 const wantsSse = (accept: string | undefined) => (accept ?? "").toLowerCase().includes("text/event-stream");
 
 export function runsRouter(o: RunsRouterOptions): Router {
   const r = Router();
   const { service } = o;
-  const open = (res: Response) => {
+  const open = (res: Response, release: () => void) => {
     const sse = new SseStream(res, o.sse);
     o.streams.add(sse);
-    sse.signal.addEventListener("abort", () => o.streams.delete(sse), { once: true });
+    sse.signal.addEventListener("abort", () => (o.streams.delete(sse), release()), { once: true });
     return sse;
   };
 
+  // an id no run can have (NUL, control characters, too long) is a missing run, not a database error
+  r.param("runId", (_req, _res, next, id: string) => {
+    next(RUN_ID.test(id) ? undefined : new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found: not a run id"));
+  });
   r.post("/api/tool-chains/plan", async (req, res) => {
     const body = parseWith(PlanRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     res.json(await service.plan(principalOf(res), body));
@@ -47,9 +57,17 @@ export function runsRouter(o: RunsRouterOptions): Router {
   r.post("/api/tool-chains/stream", async (req, res) => {
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     const stop = new AbortController();
-    // validation errors answer as JSON before the stream opens
-    const events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal);
-    const sse = open(res);
+    // over the key's stream limit: refused before the run is created
+    const release = o.slots.acquire(principalOf(res).keyId);
+    let events;
+    try {
+      // validation errors answer as JSON before the stream opens
+      events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    const sse = open(res, release);
     sse.signal.addEventListener("abort", () => stop.abort(), { once: true });
     await pipeEvents(sse, events);
   });
@@ -75,13 +93,15 @@ export function runsRouter(o: RunsRouterOptions): Router {
     }
     // a reconnecting EventSource sends the last id it saw
     const lastId = req.get("last-event-id");
-    const after = lastId !== undefined && lastId.trim() !== "" ? parseWith(EventsQuerySchema.shape.after, lastId.trim(), ErrorCode.INVALID_QUERY, "Last-Event-ID") : q.after;
+    const claimed = lastId !== undefined && lastId.trim() !== "" ? parseWith(EventsQuerySchema.shape.after, lastId.trim(), ErrorCode.INVALID_QUERY, "Last-Event-ID") : q.after;
+    // an id beyond the log (another server, a stale database) means "from the end of the log"
+    const after = Math.min(claimed, row.lastSeq);
     if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length && after >= row.lastSeq) {
       // nothing more will come: 204 tells EventSource not to reconnect
       res.status(204).end();
       return;
     }
-    const sse = open(res);
+    const sse = open(res, o.slots.acquire(principalOf(res).keyId));
     await streamFeed(sse, o.feeds, row.runId, { after, until: "terminal" });
   });
 

@@ -13,6 +13,14 @@ export interface SseOptions {
   heartbeatMs?: number;
   /** Reconnection delay suggested to EventSource clients. @default 1000 */
   retryMs?: number;
+  /**
+   * A stream with no event for this long is closed (comments do not count); an EventSource
+   * reconnects with Last-Event-ID and resumes where it was. Bounds what an abandoned follower of
+   * a run that waits for days costs. 0: never. @default 300000
+   */
+  idleMs?: number;
+  /** A client that lets this many bytes pile up unread is cut off (it resumes with Last-Event-ID). @default 1 MiB */
+  maxBufferedBytes?: number;
 }
 
 /** One serialisation per event, however many streams it goes to (a feed hands all of them the same object). */
@@ -33,12 +41,15 @@ function frameOf(e: RunEvent): string {
 export class SseStream {
   private readonly ac = new AbortController();
   private readonly heartbeat: NodeJS.Timeout;
+  private idle: NodeJS.Timeout | undefined;
+  private readonly idleMs: number;
+  private readonly maxBuffered: number;
   private ended = false;
 
   constructor(private readonly res: Response, opts: SseOptions = {}) {
     res.status(200);
     res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-    res.setHeader("Cache-Control", "no-cache, no-transform");
+    res.setHeader("Cache-Control", "no-store, no-transform");
     res.setHeader("Connection", "keep-alive");
     res.setHeader("X-Accel-Buffering", "no");
     res.flushHeaders();
@@ -47,6 +58,16 @@ export class SseStream {
     res.on("close", () => this.end());
     this.heartbeat = setInterval(() => this.res.write(": ping\n\n"), opts.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
+    this.idleMs = opts.idleMs ?? 300_000;
+    this.maxBuffered = opts.maxBufferedBytes ?? 1024 * 1024;
+    this.touch();
+  }
+
+  private touch(): void {
+    if (this.idleMs <= 0) return;
+    clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.end(), this.idleMs);
+    this.idle.unref();
   }
 
   /** Aborted when the client disconnects or the stream ends. */
@@ -70,6 +91,9 @@ export class SseStream {
       });
     }
     this.res.write(frameOf(e));
+    this.touch();
+    // a reader that does not keep up is not buffered for without bound
+    if (this.res.writableLength > this.maxBuffered) this.end();
   }
   private corked = false;
 
@@ -83,6 +107,7 @@ export class SseStream {
     if (this.ended) return;
     this.ended = true;
     clearInterval(this.heartbeat);
+    clearTimeout(this.idle);
     this.ac.abort();
     if (!this.res.writableEnded) this.res.end();
   }

@@ -52,6 +52,8 @@ export const ErrorCode = {
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   /** No plan could be written for a request (the fallback planner names what it understood). */
   PLANNING_FAILED: "PLANNING_FAILED",
+  /** More open event streams with this key than the server allows (`TOOLCHAIN_MAX_STREAMS_PER_KEY`). */
+  TOO_MANY_STREAMS: "TOO_MANY_STREAMS",
   NOT_READY: "NOT_READY",
   // table store (skills/qtable)
   TABLE_NOT_FOUND: "TABLE_NOT_FOUND",

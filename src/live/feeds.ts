@@ -62,7 +62,15 @@ class Feed {
   ) {
     this.timer = setInterval(() => void this.read(true), pollMs);
     this.timer.unref();
+    // the cursor came from the first follower: never past the end of the log, or a follower
+    // that claims more than exists (a Last-Event-ID from elsewhere) would hide every live event
+    // from everyone else on this run. Read before the first list, so nothing appended after is missed.
+    this.clamped = store.getRow(runId).then(
+      (row) => void (row && row.lastSeq < this.cursor && (this.cursor = row.lastSeq)),
+      () => undefined,
+    );
   }
+  private readonly clamped: Promise<void>;
 
   hint(seq: number): void {
     if (seq > this.cursor) void this.read(false);
@@ -92,6 +100,7 @@ class Feed {
       return this.reading;
     }
     this.reading = (async () => {
+      await this.clamped;
       let checkRow = poll;
       do {
         this.again = false;

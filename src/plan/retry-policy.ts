@@ -2,7 +2,7 @@
  * Retry policy compiled once per step, and the pure decision "may this failure be retried?".
  */
 import { DEFAULT_RETRYABLE, type ErrorCode, type StepError } from "../kernel/errors.js";
-import { RetrySpecSchema, type Backoff, type RetrySpec } from "./schema.js";
+import { MAX_TIMER_MS, RetrySpecSchema, type Backoff, type RetrySpec } from "./schema.js";
 import type { Skill } from "../skills/contract.js";
 import { hasSideEffects } from "../skills/contract.js";
 
@@ -45,7 +45,8 @@ export function decideRetry(
     return { retry: false, reason: "unsafe_side_effect" };
   }
   const delay = backoffDelay(policy.backoff, attempt, random);
-  return { retry: true, delayMs: Math.max(delay, error.retryAfterMs ?? 0) };
+  // a skill's retryAfterMs is not bounded by the plan schema: keep it within what a timer can hold
+  return { retry: true, delayMs: Math.min(Math.max(delay, error.retryAfterMs ?? 0), MAX_TIMER_MS) };
 }
 
 /** Delay before attempt `attempt + 1`. Jitter is "full jitter" over [delay/2, delay]. */

@@ -7,6 +7,8 @@ import { ERROR_CODES } from "../kernel/errors.js";
 
 export const MAX_STEPS = 10_000;
 export const MAX_ATTEMPTS = 10;
+/** Node's timers hold at most 2^31-1 ms (~24.8 days); a longer delay fires at once. Every duration is bounded by it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const StepIdSchema = z
   .string()
@@ -81,7 +83,7 @@ export const ToolChainPlanSchema = z
     maxConcurrency: z.number().int().positive().max(10_000).optional(),
     onFailure: FailurePolicySchema.default("skip_dependents"),
     rollbackMode: RollbackModeSchema.default("best_effort"),
-    deadlineMs: z.number().int().positive().optional(),
+    deadlineMs: z.number().int().positive().max(MAX_TIMER_MS, `deadlineMs must be at most ${MAX_TIMER_MS} ms (2^31-1, the longest timer Node can hold)`).optional(),
   })
   .strict();
 

@@ -7,9 +7,10 @@ import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { Skill } from "../skills/contract.js";
 import { hasSideEffects } from "../skills/contract.js";
 import type { SkillRegistry } from "../skills/registry.js";
+import { ancestorSets } from "./reachability.js";
 import { collectRefs, readPath, resolveArguments, type ParsedRef } from "./refs.js";
 import { compileRetry, type CompiledRetry } from "./retry-policy.js";
-import { MAX_STEPS, ToolChainPlanSchema, type FailurePolicy, type ToolChainPlan, type ToolChainStep } from "./schema.js";
+import { MAX_STEPS, ToolChainPlanSchema, ToolChainStepSchema, type FailurePolicy, type ToolChainPlan, type ToolChainStep } from "./schema.js";
 
 export interface PlanIssue {
   code: ErrorCode;
@@ -69,8 +70,72 @@ export interface ValidateOptions {
  */
 export const RESERVED_IDS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 
-/** Parse + validate + compile. Throws PlanValidationError. */
+/** Parse + validate + compile in one synchronous call. Throws PlanValidationError. */
 export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan {
+  const work = compileSteps(input, opts);
+  for (;;) {
+    const r = work.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * `compilePlan` that gives the event loop back at least every `sliceMs` (default 10 ms), so a
+ * 10,000-step plan does not stall other requests while it is validated. Same result and errors.
+ */
+export async function compilePlanAsync(input: unknown, opts: ValidateOptions & { sliceMs?: number }): Promise<CompiledPlan> {
+  const sliceMs = opts.sliceMs ?? 10;
+  const work = compileSteps(input, opts);
+  let since = performance.now();
+  for (;;) {
+    const r = work.next();
+    if (r.done) return r.value;
+    if (performance.now() - since >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+  }
+}
+
+/** Parsed without the steps, which are parsed one at a time (each yields). */
+const PlanShellSchema = ToolChainPlanSchema.extend({ steps: z.array(z.unknown()).min(1) });
+const SHAPE_ORDER = Object.keys(ToolChainPlanSchema.shape);
+
+function* parsePlan(input: unknown): Generator<void, ToolChainPlan> {
+  const shell = PlanShellSchema.safeParse(input);
+  const raw = (input as { steps?: unknown } | null)?.steps;
+  const before: z.core.$ZodIssue[] = [];
+  const after: z.core.$ZodIssue[] = [];
+  if (!shell.success) {
+    for (const i of shell.error.issues) {
+      const k = SHAPE_ORDER.indexOf(String(i.path[0]));
+      (k >= 0 && k < SHAPE_ORDER.indexOf("steps") ? before : after).push(i);
+    }
+  }
+  const stepIssues: z.core.$ZodIssue[] = [];
+  const steps: ToolChainStep[] = [];
+  if (Array.isArray(raw)) {
+    for (let i = 0; i < raw.length; i++) {
+      const r = ToolChainStepSchema.safeParse(raw[i]);
+      if (r.success) steps.push(r.data);
+      else for (const issue of r.error.issues) stepIssues.push({ ...issue, path: ["steps", i, ...issue.path] });
+      yield;
+    }
+  }
+  const issues = [...before, ...stepIssues, ...after];
+  if (issues.length || !shell.success) {
+    throw new PlanValidationError(
+      issues.map((i) => ({
+        code: ErrorCode.PLAN_INVALID,
+        message: `plan.${i.path.join(".")}: ${i.message}`,
+        path: i.path.join("."),
+      })),
+    );
+  }
+  return { ...shell.data, steps };
+}
+
+function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, CompiledPlan> {
   const maxSteps = opts.maxSteps ?? MAX_STEPS;
   const rawSteps = (input as { steps?: unknown } | null)?.steps;
   if (Array.isArray(rawSteps) && rawSteps.length > maxSteps) {
@@ -78,17 +143,7 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
       { code: ErrorCode.PLAN_TOO_LARGE, message: `plan has ${rawSteps.length} steps; the limit is ${maxSteps}` },
     ]);
   }
-  const parsed = ToolChainPlanSchema.safeParse(input);
-  if (!parsed.success) {
-    throw new PlanValidationError(
-      parsed.error.issues.map((i) => ({
-        code: ErrorCode.PLAN_INVALID,
-        message: `plan.${i.path.join(".")}: ${i.message}`,
-        path: i.path.join("."),
-      })),
-    );
-  }
-  const plan = parsed.data;
+  const plan = yield* parsePlan(input);
   const issues: PlanIssue[] = [];
   const { registry } = opts;
 
@@ -114,6 +169,7 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
     if (s.saveResultAs && RESERVED_IDS.has(s.saveResultAs)) {
       issues.push({ code: ErrorCode.RESERVED_ID, message: `step "${s.stepId}": saveResultAs "${s.saveResultAs}" names a member of Object.prototype; choose another key`, stepId: s.stepId, path: "saveResultAs" });
     }
+    yield;
     checkSkill(s.skillName, s.stepId, "skillName");
     if (s.rollback?.kind === "skill") checkSkill(s.rollback.skillName, s.stepId, "rollback.skillName");
     if (s.fallback && "skillName" in s.fallback) checkSkill(s.fallback.skillName, s.stepId, "fallback.skillName");
@@ -138,12 +194,13 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
       { code: ErrorCode.PLAN_CYCLE, message: `plan has a cycle: ${topo.cycle.join(" -> ")}` },
     ]);
   }
-  const topoIndex = new Map(topo.order.map((id, i) => [id, i]));
-  const isAncestor = ancestorQuery(deps, topoIndex);
+  yield;
+  const { isAncestor } = yield* ancestorSets(topo.order, deps);
 
   // references and arguments
   const refsByStep = new Map<string, ParsedRef[]>();
   for (const s of plan.steps) {
+    yield;
     let refs: ParsedRef[];
     try {
       refs = [...collectRefs(s.arguments, "arguments"), ...collectRefs(s.rollback?.kind === "skill" ? s.rollback.arguments ?? {} : {}, "rollback.arguments")];
@@ -190,13 +247,17 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
     }
   }
   if (issues.length) throw new PlanValidationError(issues);
+  yield;
 
   // compile
-  const steps: CompiledStep[] = plan.steps.map((s, index) => {
+  const steps: CompiledStep[] = [];
+  for (const [index, s] of plan.steps.entries()) {
+    yield;
     const skill = registry.get(s.skillName)!;
     const refs = refsByStep.get(s.stepId) ?? [];
-    const est = refs.length === 0 ? registry.estimateMs(s.skillName, s.arguments) : registry.estimateMs(s.skillName, undefined);
-    return {
+    // arguments that read other steps are only known at run time: estimate from observations
+    const est = registry.estimateMs(s.skillName, refs.length === 0 ? s.arguments : undefined);
+    steps.push({
       index,
       id: s.stepId,
       step: s,
@@ -208,10 +269,11 @@ export function compilePlan(input: unknown, opts: ValidateOptions): CompiledPlan
       onFailure: s.onFailure ?? plan.onFailure,
       weight: Math.max(est ?? 1, 0.001),
       priority: 0,
-    };
-  });
+    });
+  }
   const byId = new Map(steps.map((c) => [c.id, c]));
   for (const c of steps) for (const d of c.deps) byId.get(d)!.successors.push(c.id);
+  yield;
   for (let i = topo.order.length - 1; i >= 0; i--) {
     const c = byId.get(topo.order[i]!)!;
     let best = 0;
@@ -294,30 +356,4 @@ export function topoSort(
   });
   const rotated = [...cycle.slice(start), ...cycle.slice(0, start)];
   return { ok: false, cycle: [...rotated, rotated[0]!] };
-}
-
-function ancestorQuery(deps: ReadonlyMap<string, readonly string[]>, topoIndex: ReadonlyMap<string, number>) {
-  const cache = new Map<string, boolean>();
-  return (anc: string, of: string): boolean => {
-    const key = `${anc}\u0000${of}`;
-    const hit = cache.get(key);
-    if (hit !== undefined) return hit;
-    const limit = topoIndex.get(anc)!;
-    // DFS backwards from `of`, pruning nodes that come before `anc` in topological order
-    const seen = new Set<string>();
-    const stack = [...(deps.get(of) ?? [])];
-    let found = false;
-    while (stack.length) {
-      const n = stack.pop()!;
-      if (n === anc) {
-        found = true;
-        break;
-      }
-      if (seen.has(n) || topoIndex.get(n)! < limit) continue;
-      seen.add(n);
-      stack.push(...(deps.get(n) ?? []));
-    }
-    cache.set(key, found);
-    return found;
-  };
 }

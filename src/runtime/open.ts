@@ -4,6 +4,7 @@
  * Migrations and LangGraph's checkpoint setup run on open.
  */
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { compiledPlanCache } from "../../graphs/env.js";
 import { openDatabase, type Database } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
 import { PgRunStore } from "../store/pg-run-store.js";
@@ -62,7 +63,9 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
       }
     }
     const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
-    const runtime = new Runtime({ ...opts, skills, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
+    const planBytes = process.env.TOOLCHAIN_PLAN_CACHE_BYTES ? Number(process.env.TOOLCHAIN_PLAN_CACHE_BYTES) : undefined;
+    const env = planBytes !== undefined && opts.env?.compiledPlans === undefined ? { ...opts.env, compiledPlans: compiledPlanCache(planBytes) } : opts.env;
+    const runtime = new Runtime({ ...opts, skills, env, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
     return {
       runtime,
       db,

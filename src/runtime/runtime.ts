@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { z } from "zod";
 import type { ResumeValue } from "../../graphs/approval-node.js";
-import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
+import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
 import type { Decision, RunState } from "../../graphs/state.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
@@ -17,7 +17,7 @@ import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
-import { compilePlan, type CompiledPlan } from "../plan/validate.js";
+import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
 import { Planner, plannerConfigFromEnv, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
@@ -61,6 +61,8 @@ export interface RunOptions {
   traceId?: string;
   /** This call's skill allowlist (e.g. the workspace's), applied on top of the runtime's `allowSkill`. */
   allowSkill?: (name: string) => boolean;
+  /** What `validateAsync(plan, these options)` returned: the plan is not validated again. */
+  compiled?: CompiledPlan;
 }
 
 export interface RunHandle {
@@ -69,6 +71,12 @@ export interface RunHandle {
   events: AsyncIterable<RunEvent>;
   /** The run view when the run is terminal or waits for confirmation. */
   result: Promise<RunView>;
+  /**
+   * Stop waiting: a handle on a run executed elsewhere polls the store until the run settles;
+   * a caller that gives up (a request that timed out) releases it, and `result` rejects.
+   * A no-op for runs executed here.
+   */
+  release?(): void;
 }
 
 export const ConfirmInputSchema = z
@@ -119,13 +127,25 @@ export class Runtime {
 
   /** Validate only: throws PlanValidationError with a stable code. */
   validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): CompiledPlan {
-    const [global, call] = [this.allowSkill, opts.allowSkill];
-    const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
+    return compilePlan(plan, this.validateOptions(opts, plan));
+  }
+
+  /**
+   * `validate` in slices of at most ~10 ms, giving the event loop back in between (servers: a
+   * 10,000-step plan must not stall other requests). Pass the result as `RunOptions.compiled`.
+   */
+  validateAsync(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): Promise<CompiledPlan> {
+    return compilePlanAsync(plan, this.validateOptions(opts, plan));
+  }
+
+  private validateOptions(opts: Pick<RunOptions, "context" | "memory" | "allowSkill">, plan: unknown) {
     // values the run history cannot store are refused before anything else looks at them
     assertStorable(plan, "plan");
     if (opts.context !== undefined) assertStorable(opts.context, "context");
     if (opts.memory !== undefined) assertStorable(opts.memory, "memory");
-    return compilePlan(plan, { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory });
+    const [global, call] = [this.allowSkill, opts.allowSkill];
+    const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
+    return { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory };
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */
@@ -202,8 +222,10 @@ export class Runtime {
   }
 
   private prepare(plan: unknown, opts: RunOptions) {
-    const compiled = this.validate(plan, opts);
+    const compiled = opts.compiled ?? this.validate(plan, opts);
     const runId = opts.runId ?? randomUUID();
+    // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
+    rememberCompiled(this.env, runId, compiled);
     const now = new Date(this.env.now()).toISOString();
     const workspaceId = opts.workspaceId ?? "default";
     const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
@@ -477,13 +499,13 @@ export class Runtime {
    * run with a recorded decision or cancel that nobody is applying (no lease) is resumed here, so
    * a caller never waits for a drive that will not come (library use without workers).
    */
-  private follow(runId: string): RunHandle {
+  private follow(runId: string, released = new AbortController()): RunHandle {
     const local = this.active.get(runId);
     if (local) return this.handleOf(local);
     const events = new Channel<RunEvent>();
     events.close();
-    const result = (async (): Promise<RunView> => {
-      for (;;) {
+    const result = (async () => {
+      while (!released.signal.aborted) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
         // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
@@ -492,10 +514,20 @@ export class Runtime {
           if (!(await this.hasRequestToApply(runId, row))) return this.getRun(runId);
           return (await this.redrive(runId)).result;
         }
-        await new Promise((r) => setTimeout(r, 50));
+        await new Promise<void>((r) => {
+          const t = setTimeout(done, 50);
+          function done() {
+            clearTimeout(t);
+            released.signal.removeEventListener("abort", done);
+            r();
+          }
+          released.signal.addEventListener("abort", done, { once: true });
+        });
       }
+      throw new ToolchainError(ErrorCode.INTERNAL, `stopped following run ${runId}`);
     })();
-    return { runId, events, result };
+    result.catch(() => undefined);
+    return { runId, events, result, release: () => released.abort() };
   }
 
   private drive(runId: string, input: Partial<RunState> | Command | null, created?: Promise<void>): RunHandle {
@@ -522,12 +554,14 @@ export class Runtime {
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);
+    // a caller that gives up (a request that timed out) releases a follow of another owner's drive
+    const released = new AbortController();
     drive.result = drive.result.then(
       (view) => this.afterDrive(runId, view),
-      (e) => this.afterFailure(runId, e),
+      (e) => this.afterFailure(runId, e, released),
     );
     drive.result.catch(() => undefined);
-    return this.handleOf(drive);
+    return { ...this.handleOf(drive), release: () => released.abort() };
   }
 
   /**
@@ -543,8 +577,8 @@ export class Runtime {
   }
 
   /** A drive threw: follow another owner, answer the failed run, or re-drive after the backoff. */
-  private async afterFailure(runId: string, e: unknown): Promise<RunView> {
-    if (isLeaseBusy(e)) return this.follow(runId).result;
+  private async afterFailure(runId: string, e: unknown, released?: AbortController): Promise<RunView> {
+    if (isLeaseBusy(e)) return this.follow(runId, released).result;
     if (e instanceof DriveFailedError) {
       if (!e.outcome) return this.follow(runId).result; // not ours any more, or the database is away: its lease expires
       if (e.outcome.final) return this.getRun(runId);

@@ -3,7 +3,7 @@
  * process; queued and orphaned runs are taken over by its worker loop). Configuration comes
  * from the environment (configFromEnv); see README "Configuration".
  */
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -13,14 +13,11 @@ import type { Execution } from "../api/run-service.js";
 import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
+import type { ConfiguredKey } from "../store/access-store.js";
+import { MAX_TIMER_MS } from "../plan/schema.js";
+import type { SseOptions } from "../api/sse.js";
 
-export interface ConfiguredKey {
-  workspace: string;
-  /** The key itself; it is stored hashed. */
-  key: string;
-  /** Skill allowlist of the workspace (names or `pack.*`); absent: unchanged (new workspaces: every skill). */
-  skills?: string[];
-}
+export type { ConfiguredKey };
 
 export interface ServeConfig {
   port: number;
@@ -41,9 +38,21 @@ export interface ServeConfig {
   limits: AppLimits;
   authCacheMs: number;
   mcp: McpOptions;
+  /** Unknown key hashes are remembered this long (no database query for them). */
+  authNegativeCacheMs: number;
+  sse: SseOptions;
+  /** /metrics requires this bearer token when set. */
+  metricsToken?: string;
 }
 
 const num = (v: string | undefined, d: number) => (v === undefined || v === "" ? d : Number(v));
+
+/** A non-negative integer from the environment, within what Node's timers (and sane memory) hold. */
+function bounded(env: NodeJS.ProcessEnv, name: string, d: number, max = MAX_TIMER_MS): number {
+  const v = num(env[name], d);
+  if (!Number.isInteger(v) || v < 0 || v > max) throw new TypeError(`Expected ${name} to be an integer from 0 to ${max}, got "${env[name]}"`);
+  return v;
+}
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig {
   const role = env.TOOLCHAIN_ROLE ?? "all"; // all | api
@@ -60,22 +69,29 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     dataDir: env.TOOLCHAIN_DATA_DIR ?? ".data/pglite",
     schema: env.TOOLCHAIN_SCHEMA || undefined,
     redisUrl: env.REDIS_URL || undefined,
-    viewCacheTtlSeconds: num(env.TOOLCHAIN_VIEW_CACHE_TTL_S, 3_600),
+    viewCacheTtlSeconds: bounded(env, "TOOLCHAIN_VIEW_CACHE_TTL_S", 3_600, 365 * 86_400),
     execution: role === "api" ? "queue" : "inline",
     worker: role === "all",
-    workerPollMs: num(env.TOOLCHAIN_WORKER_POLL_MS, 1_000),
+    workerPollMs: bounded(env, "TOOLCHAIN_WORKER_POLL_MS", 1_000),
     keys,
     devKey: env.TOOLCHAIN_DEV_KEY !== undefined ? env.TOOLCHAIN_DEV_KEY === "1" : !databaseUrl,
     limits: {
-      bodyBytes: num(env.TOOLCHAIN_MAX_BODY_BYTES, 1_048_576),
-      requestsPerMinute: num(env.TOOLCHAIN_RATE_LIMIT_PER_MIN, 600),
-      maxWaitMs: num(env.TOOLCHAIN_MAX_WAIT_MS, 300_000),
+      bodyBytes: bounded(env, "TOOLCHAIN_MAX_BODY_BYTES", 1_048_576, 2 ** 30),
+      requestsPerMinute: bounded(env, "TOOLCHAIN_RATE_LIMIT_PER_MIN", 600, 1e9),
+      requestsPerMinutePerIp: bounded(env, "TOOLCHAIN_RATE_LIMIT_PER_IP_PER_MIN", 1_200, 1e9),
+      maxWaitMs: bounded(env, "TOOLCHAIN_MAX_WAIT_MS", 300_000),
+      streamsPerKey: bounded(env, "TOOLCHAIN_MAX_STREAMS_PER_KEY", 20, 1e6),
+      finishedViewBytes: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES", 32 * 1024 * 1024, 2 ** 40),
+      ...(env.TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE ? { finishedViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
     },
-    authCacheMs: num(env.TOOLCHAIN_AUTH_CACHE_MS, 5_000),
     mcp: {
       elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
       sessionIdleMs: num(env.TOOLCHAIN_MCP_SESSION_IDLE_MS, 1_800_000),
     },
+    authCacheMs: bounded(env, "TOOLCHAIN_AUTH_CACHE_MS", 5_000),
+    authNegativeCacheMs: bounded(env, "TOOLCHAIN_AUTH_NEGATIVE_CACHE_MS", 5_000),
+    sse: { idleMs: bounded(env, "TOOLCHAIN_STREAM_IDLE_MS", 300_000) },
+    metricsToken: env.TOOLCHAIN_METRICS_TOKEN || undefined,
   };
 }
 
@@ -103,26 +119,30 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
   const access = new PgAccessStore(db);
   let live: Live | undefined;
   try {
-    for (const k of cfg.keys) {
-      await access.ensureWorkspace(k.workspace, k.skills ? { allowedSkills: k.skills } : {});
-      await opened.tables?.ensureWorkspace(k.workspace); // its demo "Tasks" table
-      await access.createKey(k.workspace, { key: k.key, label: "configured" });
-    }
+    // the configuration is the truth for configured keys: removed ones are revoked, moved ones follow
+    const synced = await access.syncConfiguredKeys(cfg.keys);
+    if (synced.revoked) log(`revoked ${synced.revoked} configured API key(s) no longer in TOOLCHAIN_API_KEYS`);
+    for (const k of cfg.keys) await opened.tables?.ensureWorkspace(k.workspace); // their demo "Tasks" tables
     let devKey: string | undefined;
-    if (cfg.devKey && (await access.countKeys()) === 0) {
+    // only on the first start of an empty database: a database whose keys were all revoked gets no new key
+    if (cfg.devKey && (await access.countKeys({ includeRevoked: true })) === 0) {
       await access.ensureWorkspace("local");
       await opened.tables?.ensureWorkspace("local");
       devKey = (await access.createKey("local", { label: "local development" })).key;
       const file = devKeyFile(cfg.dataDir);
       if (file && db.kind === "embedded") {
-        mkdirSync(path.dirname(file), { recursive: true });
+        mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
         writeFileSync(file, `${devKey}\n`, { mode: 0o600 });
+        chmodSync(file, 0o600);
       }
     }
     live = await openLive({ store: runtime.store, db, redisUrl: cfg.redisUrl, viewCacheTtlSeconds: cfg.viewCacheTtlSeconds });
     const api = createApp({
       runtime,
-      auth: cachedAuthenticator(access, cfg.authCacheMs),
+      auth: cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
+      sse: cfg.sse,
+      metricsToken: cfg.metricsToken,
+      log,
       live,
       execution: cfg.execution,
       tables: opened.tables,
@@ -145,9 +165,17 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
       log(`created workspace "local" with API key:\n\n  ${devKey}\n`);
       const file = devKeyFile(cfg.dataDir);
       if (file && db.kind === "embedded") log(`(saved to ${file}; try: curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`);
-    } else if (cfg.devKey && db.kind === "embedded") {
-      const file = devKeyFile(cfg.dataDir);
-      if (file && existsSync(file)) log(`local development key: ${readFileSync(file, "utf8").trim()}`);
+    } else {
+      // never print a key again (it may have been revoked): say where it is and whether it works
+      const file = db.kind === "embedded" ? devKeyFile(cfg.dataDir) : undefined;
+      const saved = file && existsSync(file) ? readFileSync(file, "utf8").trim() : undefined;
+      if (file && saved && (await access.authenticate(saved))) {
+        log(`local development key in ${file} (curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`);
+      } else {
+        if (saved) log(`the key saved in ${file} has been revoked`);
+        if ((await access.countKeys()) === 0) log("no active API key: create one with `npm run toolchain -- keys create --workspace <id>` (stop this server first on an embedded database) or set TOOLCHAIN_API_KEYS");
+        else log("API keys: `npm run toolchain -- keys create --workspace <id>` creates one; `keys list` lists them");
+      }
     }
     const finalLive = live;
     let closing: Promise<void> | undefined;

@@ -57,7 +57,8 @@ export class SkillRegistry {
   estimateMs(name: string, args: unknown): number | undefined {
     const s = this.skills.get(name);
     if (!s) return undefined;
-    if (s.estimateDurationMs) {
+    // undefined: the arguments are not known yet (a failed parse builds an error: not free)
+    if (s.estimateDurationMs && args !== undefined) {
       const parsed = s.input.safeParse(args);
       if (parsed.success) {
         const v = s.estimateDurationMs(parsed.data);

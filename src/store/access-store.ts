@@ -39,7 +39,22 @@ export interface AccessStore {
   /** false when no such key (or already revoked). */
   revokeKey(keyId: string): Promise<boolean>;
   authenticate(key: string): Promise<Principal | undefined>;
-  countKeys(): Promise<number>;
+  /** Keys not revoked (`includeRevoked`: every key ever created). */
+  countKeys(opts?: { includeRevoked?: boolean }): Promise<number>;
+  /**
+   * Make the configured keys (TOOLCHAIN_API_KEYS) the truth: each exists, active, in its
+   * workspace (whose allowlist is set when `skills` is given); configured keys no longer in the
+   * list are revoked. Keys created with `keys create` are never touched.
+   */
+  syncConfiguredKeys(keys: readonly ConfiguredKey[]): Promise<{ active: number; revoked: number }>;
+}
+
+export interface ConfiguredKey {
+  workspace: string;
+  /** The key itself; it is stored hashed. */
+  key: string;
+  /** Skill allowlist of the workspace (names or `pack.*`); absent: unchanged (new workspaces: every skill). */
+  skills?: string[];
 }
 
 export const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -80,7 +95,7 @@ export function skillMatcher(allowed: readonly string[] | null): ((name: string)
 /** In-process AccessStore: for library use and tests without a database. */
 export class MemoryAccessStore implements AccessStore {
   private readonly workspaces = new Map<string, Workspace>();
-  private readonly keys = new Map<string, ApiKeyInfo & { hash: string }>();
+  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created" }>();
 
   async ensureWorkspace(workspaceId: string, opts: { allowedSkills?: string[] | null } = {}): Promise<Workspace> {
     assertWorkspaceId(workspaceId);
@@ -100,7 +115,7 @@ export class MemoryAccessStore implements AccessStore {
     const hash = hashApiKey(key);
     const existing = [...this.keys.values()].find((k) => k.hash === hash);
     if (existing) return { key, info: strip(existing) };
-    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null, hash };
+    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created" };
     this.keys.set(info.keyId, info);
     return { key, info: strip(info) };
   }
@@ -119,12 +134,36 @@ export class MemoryAccessStore implements AccessStore {
     if (!k) return undefined;
     return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null };
   }
-  async countKeys(): Promise<number> {
-    return [...this.keys.values()].filter((k) => !k.revokedAt).length;
+  async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
+    return [...this.keys.values()].filter((k) => opts.includeRevoked || !k.revokedAt).length;
+  }
+  async syncConfiguredKeys(keys: readonly ConfiguredKey[]): Promise<{ active: number; revoked: number }> {
+    const wanted = new Set<string>();
+    for (const c of keys) {
+      await this.ensureWorkspace(c.workspace, c.skills ? { allowedSkills: c.skills } : {});
+      const hash = hashApiKey(c.key);
+      wanted.add(hash);
+      const existing = [...this.keys.values()].find((k) => k.hash === hash);
+      if (!existing) {
+        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured" });
+        this.keys.get(info.keyId)!.source = "configured";
+      } else if (existing.source === "configured") {
+        existing.workspaceId = c.workspace;
+        existing.revokedAt = null;
+      }
+    }
+    let revoked = 0;
+    for (const k of this.keys.values()) {
+      if (k.source === "configured" && !k.revokedAt && !wanted.has(k.hash)) {
+        k.revokedAt = new Date().toISOString();
+        revoked++;
+      }
+    }
+    return { active: wanted.size, revoked };
   }
 }
 
-function strip(k: ApiKeyInfo & { hash?: string }): ApiKeyInfo {
-  const { hash: _hash, ...info } = k;
+function strip(k: ApiKeyInfo & { hash?: string; source?: string }): ApiKeyInfo {
+  const { hash: _hash, source: _source, ...info } = k;
   return { ...info };
 }

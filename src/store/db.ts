@@ -7,7 +7,7 @@
  * multiplexes every client onto it, so two pool clients could interleave their transactions.
  * One client serialises them (one process owns an embedded database).
  */
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -51,7 +51,11 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
 async function openEmbedded(schema: string, dataDir: string | undefined): Promise<Database> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  if (dataDir) {
+    // the database holds every workspace's plans, context and key hashes: owner only
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(dataDir, 0o700);
+  }
   const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
   // unix socket paths are limited to ~100 bytes: keep it short and private
   const sockDir = mkdtempSync(path.join(tmpdir(), "tcpg-"));

@@ -105,6 +105,10 @@ export function migrations(db: Pick<Database, "schema">): string[] {
        ADD COLUMN drive_failures int NOT NULL DEFAULT 0,
        ADD COLUMN next_attempt_at timestamptz,
        ADD COLUMN last_drive_error jsonb;`,
+    // 5: where a key comes from: "configured" (TOOLCHAIN_API_KEYS, kept in sync with it on every
+    // start) or "created" (`keys create`, the dev key: never touched by the configuration)
+    `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN source text NOT NULL DEFAULT 'created';
+    UPDATE ${t("tool_chain_api_keys")} SET source = 'configured' WHERE label = 'configured';`,
   ];
 }
 

@@ -9,6 +9,7 @@ import {
   newKeyId,
   type AccessStore,
   type ApiKeyInfo,
+  type ConfiguredKey,
   type Principal,
   type Workspace,
 } from "./access-store.js";
@@ -89,8 +90,26 @@ export class PgAccessStore implements AccessStore {
     return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills } : undefined;
   }
 
-  async countKeys(): Promise<number> {
-    const { rows } = await this.db.pool.query(`SELECT count(*) AS n FROM ${this.keys} WHERE revoked_at IS NULL`);
+  async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
+    const { rows } = await this.db.pool.query(`SELECT count(*) AS n FROM ${this.keys} WHERE $1 OR revoked_at IS NULL`, [opts.includeRevoked === true]);
     return Number(rows[0].n);
+  }
+
+  async syncConfiguredKeys(keys: readonly ConfiguredKey[]): Promise<{ active: number; revoked: number }> {
+    for (const c of keys) {
+      await this.ensureWorkspace(c.workspace, c.skills ? { allowedSkills: c.skills } : {});
+      // a configured key follows the configuration (workspace, revocation); a created one is left alone
+      await this.db.pool.query(
+        `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source) VALUES ($1, $2, $3, $4, 'configured', 'configured')
+         ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL
+         WHERE ${this.keys}.source = 'configured'`,
+        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key)],
+      );
+    }
+    const { rowCount } = await this.db.pool.query(
+      `UPDATE ${this.keys} SET revoked_at = now() WHERE source = 'configured' AND revoked_at IS NULL AND NOT (key_sha256 = ANY($1::text[]))`,
+      [keys.map((c) => hashApiKey(c.key))],
+    );
+    return { active: keys.length, revoked: rowCount ?? 0 };
   }
 }

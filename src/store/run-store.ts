@@ -142,11 +142,14 @@ export type RunChangeListener = (change: RunChange) => void;
 export function encodeRunCursor(t: bigint | number | string, runId: string): string {
   return Buffer.from(JSON.stringify([String(t), runId])).toString("base64url");
 }
+/** Microseconds since 1970 of year ~5138: far beyond any run, far within what Postgres intervals and timestamps hold. */
+const MAX_CURSOR_US = 10n ** 17n;
+
 export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    // t must fit Postgres bigint; a run id cannot hold NUL (no stored run has one)
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,19}$/.test(v[0]) && BigInt(v[0]) <= 9223372036854775807n && typeof v[1] === "string" && !v[1].includes("\u0000")) {
+    // the time (microseconds) becomes a timestamp in SQL: an absurd one would fail there, not here
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,18}$/.test(v[0]) && BigInt(v[0]) <= MAX_CURSOR_US && typeof v[1] === "string" && v[1].length <= 200 && !v[1].includes("\u0000")) {
       return { t: v[0], runId: v[1] };
     }
   } catch {

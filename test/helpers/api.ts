@@ -5,7 +5,7 @@
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { cachedAuthenticator } from "../../src/api/auth.js";
-import { createApp, type AppOptions } from "../../src/api/app.js";
+import { createApp, type ApiApp, type AppOptions } from "../../src/api/app.js";
 import { openLive, type Live } from "../../src/live/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { Database } from "../../src/store/db.js";
@@ -18,6 +18,7 @@ export interface ApiUnderTest {
   access: AccessStore;
   live: Live;
   server: Server;
+  service: ApiApp["service"];
   close(): Promise<void>;
 }
 
@@ -35,6 +36,7 @@ export async function serveApi(runtime: Runtime, db: Database | undefined, opts:
     access,
     live,
     server,
+    service: api.service,
     async close() {
       await api.close();
       server.closeAllConnections();
