@@ -7,6 +7,7 @@ import type { SkillRegistry } from "../src/skills/registry.js";
 import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
 import type { IntentLog } from "../src/store/intent-log.js";
+import type { RunLimits } from "../src/kernel/limits.js";
 
 export interface RuntimeEnv {
   registry: SkillRegistry;
@@ -23,6 +24,11 @@ export interface RuntimeEnv {
    * segments are large enough that plans of up to 1,000 steps never pay it. @default 1000
    */
   segmentTasks: number;
+  /**
+   * Serial keys, resources and parallelSafe across runs (and processes, on Postgres). Absent: they
+   * hold within each run only (the bare graph, e.g. in Studio).
+   */
+  limits?: RunLimits;
   /** Compiled plans by run (a run's plan does not change once planned). */
   compiledPlans: Map<string, { json: string; compiled: CompiledPlan }>;
 }

@@ -6,8 +6,9 @@
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openDatabase, type Database } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
+import { PgLimits } from "../store/limits-store.js";
 import { PgRunStore } from "../store/pg-run-store.js";
-import { Runtime, type RuntimeOptions } from "./runtime.js";
+import { defaultOwner, Runtime, type RuntimeOptions } from "./runtime.js";
 
 export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" | "store"> {
   databaseUrl?: string;
@@ -33,13 +34,17 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
     const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
     const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
-    const runtime = new Runtime({ ...opts, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
+    const owner = opts.owner ?? defaultOwner();
+    // serial keys and resources hold across every process on this database
+    const limits = opts.limits ?? new PgLimits(db, { owner, leaseTtlMs });
+    const runtime = new Runtime({ ...opts, owner, leaseTtlMs, limits, checkpointer: saver, store: new PgRunStore(db) });
     return {
       runtime,
       db,
       saver,
       async close() {
         await runtime.drain();
+        await limits.close();
         await db.close();
       },
     };

@@ -20,6 +20,8 @@ import { compilePlan, type CompiledPlan } from "../plan/validate.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
+import { MemoryLimits } from "../store/memory-limits.js";
+import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { sameDecision, type RunStore } from "../store/run-store.js";
 import { isLeaseBusy, startDrive, type Drive, type Graph } from "./driver.js";
 import { buildRunView, type RunView } from "./view.js";
@@ -40,6 +42,11 @@ export interface RuntimeOptions {
   leaseTtlMs?: number;
   /** @default 200 */
   decisionPollMs?: number;
+  /**
+   * Coordinates serial keys and resources between runs. @default in-process limits shared by every
+   * Runtime over the same store (openRuntime passes Postgres limits shared by every process)
+   */
+  limits?: LimitCoordinator;
 }
 
 export interface RunOptions {
@@ -91,11 +98,11 @@ export class Runtime {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
     const now = opts.env?.now ?? Date.now;
     this.store = opts.store ?? new MemoryRunStore(now);
-    this.env = defaultEnv(this.registry, { intents: this.store, ...opts.env });
+    this.env = defaultEnv(this.registry, { intents: this.store, limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
     this.graph = compileToolchainGraph(this.env, this.checkpointer);
     this.allowSkill = opts.allowSkill;
-    this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.decisionPollMs = opts.decisionPollMs ?? 200;
   }
@@ -232,7 +239,10 @@ export class Runtime {
     const view = buildRunView(values as RunState);
     const local = this.active.get(runId);
     if (!local) return view;
-    for (const s of view.steps) s.status = local.live.status.get(s.stepId) ?? s.status;
+    for (const s of view.steps) {
+      s.status = local.live.status.get(s.stepId) ?? s.status;
+      s.waitingFor = local.live.waitingFor.get(s.stepId) ?? null;
+    }
     view.pendingConfirmations = [...local.live.pending.values()];
     if (!TERMINAL_RUN.has(view.status)) view.status = "running";
     return view;
@@ -393,6 +403,35 @@ export class Runtime {
     );
     return this.handleOf(drive);
   }
+}
+
+/** A process identity for leases: hostname:pid:random. */
+export function defaultOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
+
+/** Runtimes sharing a store share in-process limits (like processes sharing a database). */
+const memoryLimits = new WeakMap<RunStore, MemoryLimits>();
+function memoryLimitsFor(store: RunStore): MemoryLimits {
+  let l = memoryLimits.get(store);
+  if (!l) memoryLimits.set(store, (l = new MemoryLimits()));
+  return l;
+}
+
+function runLimits(coordinator: LimitCoordinator, store: RunStore): RunLimits {
+  const ws = new Map<string, string>();
+  return {
+    coordinator,
+    async workspaceOf(runId) {
+      let w = ws.get(runId);
+      if (w === undefined) {
+        w = (await store.getRow(runId))?.workspaceId ?? "default";
+        if (ws.size >= 10_000) ws.clear();
+        ws.set(runId, w);
+      }
+      return w;
+    },
+  };
 }
 
 export function createRuntime(opts: RuntimeOptions = {}): Runtime {
