@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every suite in one process, one JSON object per line on stdout (logs on stderr).
  * BENCH_QUICK=1 shrinks every size for a smoke test (well under a minute).
- * BENCH_SUITES=scheduling,overhead,durable selects suites (default: all).
+ * BENCH_SUITES=scheduling,overhead,durable,limits,api selects suites (default: all).
  * BENCH_BIG_REPS=n repetitions of the 10,000-step runtime runs (default 2).
  * Diagnostics outside the bench: bench/hop-latency.ts, bench/profile-overhead.ts.
  */
@@ -23,7 +23,7 @@ process.on("warning", (w) => {
 });
 
 const quick = process.env.BENCH_QUICK === "1";
-const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead,durable").split(",").map((s) => s.trim()));
+const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead,durable,limits").split(",").map((s) => s.trim()));
 const require = createRequire(import.meta.url);
 const lgVersion = (require("@langchain/langgraph/package.json") as { version: string }).version;
 
@@ -46,6 +46,7 @@ if (suites.has("overhead")) {
   await overheadSuite(quick ? { steps: 200, reps: 3, bigSteps: 1_000, bigReps: 1 } : { steps: 1_000, reps: 7, bigSteps: 10_000, bigReps });
 }
 if (suites.has("durable")) await durableSuite({ quick });
+if (suites.has("limits")) await (await import("./limits.js")).limitsSuite({ quick });
 if (suites.has("api") || !process.env.BENCH_SUITES) await (await import("./api.js")).apiSuite({ quick });
 const totalS = round((now() - t0) / 1000, 1);
 log(`done in ${totalS} s (${maxListenerWarnings} MaxListenersExceededWarning suppressed)`);

@@ -89,7 +89,7 @@ describe.each(backends)("limits across runs on $name", (backend) => {
   afterAll(async () => {
     for (const g of ["hold", "hold-fifo", "hold-cancel"]) gates.open(g);
     await close?.();
-  });
+  }, 180_000);
 
   test("2 and 10 concurrent runs never overlap on a table and never exceed the provider's limit", async () => {
     for (const n of [2, 10]) {
@@ -111,16 +111,16 @@ describe.each(backends)("limits across runs on $name", (backend) => {
       expect(maxOverlap(of("provider"))).toBeLessThanOrEqual(4);
       if (n === 10) expect(maxOverlap(of("provider"))).toBeGreaterThan(1); // the limit is a limit, not a lock
     }
-  });
+  }, 180_000);
 
   test("a waiting step stays pending with waitingFor and an event; its timeout starts when it runs", async () => {
     const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tw", gate: "hold" } }] });
-    await gates.untilEntered("hold");
+    await gates.untilEntered("hold", 60_000);
     const waiter = rt.run({ steps: [{ stepId: "x", skillName: "test.table_write", arguments: { table: "tw", ms: 1 }, timeoutMs: 300, retry: { maxAttempts: 1 } }] });
     const view = await waitFor(async () => {
       const v = await rt.getRun(waiter.runId);
       return stepOf(v, "x").waitingFor ? v : undefined;
-    }, { what: "step x waiting for table tw", retryErrors: true });
+    }, { what: "step x waiting for table tw", retryErrors: true, timeoutMs: 60_000 });
     expect(stepOf(view, "x")).toMatchObject({ status: "pending", waitingFor: { serialKey: "tw" }, attempts: 0 });
     // longer than the step's timeout: waiting does not count
     const t = Date.now();
@@ -133,12 +133,12 @@ describe.each(backends)("limits across runs on $name", (backend) => {
     const types = events.filter((e) => e.stepId === "x").map((e) => e.type);
     expect(types).toEqual(["step_waiting_for_limit", "step_started", "step_completed"]);
     expect(events.find((e) => e.type === "step_waiting_for_limit")!.data).toEqual({ attempt: 1, waitingFor: { serialKey: "tw" } });
-  });
+  }, 180_000);
 
   test("waiters are served first come, first served", async () => {
     spans.length = 0;
     const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tf", gate: "hold-fifo" } }] });
-    await gates.untilEntered("hold-fifo");
+    await gates.untilEntered("hold-fifo", 60_000);
     const waiters: string[] = [];
     const handles = [];
     for (let i = 0; i < 5; i++) {
@@ -146,21 +146,21 @@ describe.each(backends)("limits across runs on $name", (backend) => {
       handles.push(h);
       waiters.push(h.runId);
       // the next run arrives only once this one is queued
-      await waitFor(async () => stepOf(await rt.getRun(h.runId), "x").waitingFor !== null, { what: `run ${i} queued`, retryErrors: true });
+      await waitFor(async () => stepOf(await rt.getRun(h.runId), "x").waitingFor !== null, { what: `run ${i} queued`, retryErrors: true, timeoutMs: 60_000 });
     }
     gates.open("hold-fifo");
     await Promise.all([holder, ...handles].map((h) => settle(h)));
     expect(spans.filter((s) => s.key === "table:tf").map((s) => s.runId)).toEqual([holder.runId, ...waiters]);
-  });
+  }, 180_000);
 
   test("cancelling a run whose step waits for a key: the step is cancelled without running; the key's queue moves on", async () => {
     spans.length = 0;
     const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tc", gate: "hold-cancel" } }] });
-    await gates.untilEntered("hold-cancel");
+    await gates.untilEntered("hold-cancel", 60_000);
     const doomed = rt.run({ steps: [{ stepId: "x", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }] });
-    await waitFor(async () => stepOf(await rt.getRun(doomed.runId), "x").waitingFor !== null, { what: "the doomed step queued", retryErrors: true });
+    await waitFor(async () => stepOf(await rt.getRun(doomed.runId), "x").waitingFor !== null, { what: "the doomed step queued", retryErrors: true, timeoutMs: 60_000 });
     const after = rt.run({ steps: [{ stepId: "y", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }] });
-    await waitFor(async () => stepOf(await rt.getRun(after.runId), "y").waitingFor !== null, { what: "the next step queued", retryErrors: true });
+    await waitFor(async () => stepOf(await rt.getRun(after.runId), "y").waitingFor !== null, { what: "the next step queued", retryErrors: true, timeoutMs: 60_000 });
     await rt.cancel(doomed.runId, "no longer needed");
     const cancelled = await settle(doomed);
     expect(cancelled.view.status).toBe("cancelled");
@@ -169,7 +169,7 @@ describe.each(backends)("limits across runs on $name", (backend) => {
     expect((await settle(after)).view.status).toBe("completed");
     await settle(holder);
     expect(spans.filter((s) => s.key === "table:tc").map((s) => s.runId)).toEqual([holder.runId, after.runId]);
-  });
+  }, 180_000);
 
   test("perSecond: no rolling second holds more starts than the resource allows", async () => {
     spans.length = 0;
@@ -182,7 +182,7 @@ describe.each(backends)("limits across runs on $name", (backend) => {
     // closer by that delay (without the rate all 9 start within milliseconds of each other)
     for (let i = 0; i + 4 < starts.length; i++) expect(starts[i + 4]! - starts[i]!).toBeGreaterThan(750);
     expect(starts[8]! - starts[0]!).toBeGreaterThan(1_750);
-  });
+  }, 180_000);
 
   test("two keys wanted in opposite orders by many holders at once: no deadlock, no overlap", async () => {
     const a: LimitClaim = { kind: "serialKey", name: "dl-a", limit: 1 };
@@ -200,5 +200,5 @@ describe.each(backends)("limits across runs on $name", (backend) => {
       }),
     );
     expect(max).toBe(1);
-  });
+  }, 180_000);
 });
