@@ -19,6 +19,8 @@ export const DecisionSchema = z
     output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
     at: z.string().optional(),
+    /** The wait answered (see PendingConfirmation.round); omitted = the wait pending now. */
+    round: z.number().int().min(0).optional(),
   })
   .strict();
 
@@ -74,11 +76,21 @@ export function compensationPending(skillName: string, b: { stepId: string; roun
 export function makeApprovalNode(env: RuntimeEnv) {
   return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const pending = pendingConfirmations(state);
-    const ids = new Set(pending.map((p) => p.stepId));
+    const rounds = new Map(pending.map((p) => [p.stepId, p.round ?? 0]));
+    // A decision answers one wait: the pending round of its step. One for another round (stale,
+    // or for a wait that has not happened yet) is ignored; one naming no round answers the current.
+    const answer = (id: string, d: Decision): Decision | undefined => {
+      const round = rounds.get(id);
+      if (round === undefined || (d.round !== undefined && d.round !== round)) return undefined;
+      return { ...d, round };
+    };
     // Decisions that reached this process after the scheduler exited and before this interrupt
     // (the inbox keeps them). They never wait for a resume; a resume value, if any, adds to them.
     const early: Record<string, Decision> = {};
-    for (const [id, d] of env.controls.take(state.runId)) if (ids.has(id)) early[id] = d;
+    for (const [id, d] of env.controls.take(state.runId)) {
+      const a = answer(id, d);
+      if (a) early[id] = a;
+    }
     const payload: ConfirmationInterrupt = { type: "confirmation", runId: state.runId, pending };
     let raw: unknown;
     try {
@@ -86,7 +98,10 @@ export function makeApprovalNode(env: RuntimeEnv) {
     } catch (e) {
       if (!isGraphInterrupt(e)) throw e;
       if (Object.keys(early).length) return { decisions: early, status: "running" };
-      emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: [...ids] }, [...ids].join(","));
+      // keyed by every (step, round) waiting: the same step waiting again in a later round (e.g.
+      // in doubt after a crash) is a new event, a replay of this very wait is not
+      const key = pending.map((p) => `${p.stepId}@${p.round ?? 0}`).join(",");
+      emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: pending.map((p) => p.stepId), rounds: Object.fromEntries(rounds) }, key);
       throw e;
     }
     const parsed = ResumeSchema.safeParse(raw);
@@ -95,7 +110,10 @@ export function makeApprovalNode(env: RuntimeEnv) {
       return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: parsed.data.reason ?? "run cancelled" }, status: "running" };
     }
     const decisions: Record<string, Decision> = { ...early };
-    for (const [id, d] of Object.entries(parsed.data.decisions)) if (ids.has(id)) decisions[id] = d;
+    for (const [id, d] of Object.entries(parsed.data.decisions)) {
+      const a = answer(id, d);
+      if (a) decisions[id] = a;
+    }
     return { decisions, status: "running" };
   };
 }

@@ -14,13 +14,14 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { abortableSleep } from "../skills/core/index.js";
 import { ErrorCode, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { fault, FaultPoint } from "../src/kernel/faults.js";
 import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt } from "../src/kernel/execute-attempt.js";
 import { hasSideEffects, type Skill } from "../src/skills/contract.js";
 import { resolveArguments } from "../src/plan/refs.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
-import { callDurable, Slot } from "./durable-task.js";
+import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate, StepRecord } from "./state.js";
@@ -121,9 +122,11 @@ export function makeCompensationNode(env: RuntimeEnv) {
     return { steps: touched, rollbackBlocked: null, rollbackDecision: null, updatedAt: new Date(env.now()).toISOString() };
 
     async function compensateWithRetry(c: CompiledStep, r: StepRecord, how: Extract<How, { kind: "compensate" | "delete_created" | "rollback_skill" }>) {
+      // the round is the number of compensation attempts before this pass (an operator's retry
+      // starts a new pass): together with the attempt it names each compensation task uniquely
+      const round = r.rollbackAttempts ?? 0;
       for (let attempt = 1; ; attempt++) {
-        // each step is compensated at most once per execution of this node: attempt numbers pin the tasks
-        const res = await callDurable(config, `compensate.${c.id}`, c.index, Slot.compensation(attempt), async () => {
+        const res = await callDurable(config, { kind: "compensate", stepId: c.id, stepIndex: c.index, attempt, round }, async () => {
           // LangGraph saves a task's result asynchronously; our own marker is written before the
           // walk moves on, so a crash right after a compensation never runs it a second time
           const doneKey = `${c.id}#compensated`;
@@ -139,7 +142,9 @@ export function makeCompensationNode(env: RuntimeEnv) {
               const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, logger, signal, timeoutMs: c.step.timeoutMs });
               if (!a.ok) return { ok: false as const, error: a.error };
             }
+            fault(FaultPoint.compensation_done);
             await env.intents.claimIntent(runId, doneKey, 0);
+            fault(FaultPoint.compensation_marked);
             return { ok: true as const };
           } catch (e) {
             return { ok: false as const, error: toStepError(e) };

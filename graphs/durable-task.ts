@@ -1,35 +1,58 @@
 /**
  * Durable units of work inside a node, as functional-API tasks.
  *
- * Why the pinning: LangGraph derives a task's id from its parent task and a per-node call
- * counter, i.e. from call ORDER. Our scheduler launches steps in completion order, which is
- * timing-dependent; when a node re-executes (resume, crash recovery) cached results would be
- * matched to the wrong calls. Setting the counter to a slot derived from (step, kind, attempt) just
- * before the call makes each task's id a pure function of what it is, so replay finds exactly
- * the results it wrote. The counter is read synchronously at call time (pregel/runner.js `call`).
- * Covered by test/replay.test.ts, which fails if this ever stops holding.
+ * LangGraph identifies a task by uuid5(namespace, superstep, task NAME, parent task, CALL COUNTER)
+ * under the node's checkpoint (pregel/algo.js `_prepareSingleTask`). The counter is call order,
+ * and our scheduler launches work in completion order, which is timing-dependent: when a node
+ * re-executes (resume, crash recovery) cached results would be matched to the wrong calls.
+ *
+ * So every durable task carries its full identity, `(kind, step, attempt, round)`, in its name,
+ * and the counter is pinned to the step's index right before the call. A task's id is then a pure
+ * function of what it is: replay finds exactly the results it wrote, and two distinct pieces of
+ * work (a reconcile of attempt 1 and of attempt 2; the decision of round 0 and of round 1) can
+ * never share a saved result. `test/durable-identity.property.test.ts` checks the injectivity;
+ * `test/replay.test.ts` fails if the pinning ever stops holding.
  */
 import { task } from "@langchain/langgraph";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 
 const SCRATCHPAD = "__pregel_scratchpad";
-export const SLOTS_PER_STEP = 32;
-export const Slot = {
-  preview: 0,
-  /** attempts 1..MAX_ATTEMPTS use slots 1..10 */
-  attempt: (n: number) => n,
-  fallback: 11,
-  decision: 12,
-  reconcile: 13,
-  /** compensation attempts use 16..26 */
-  compensation: (n: number) => 15 + n,
-} as const;
 
-export function callDurable<T>(config: LangGraphRunnableConfig, name: string, stepIndex: number, slot: number, fn: () => Promise<T>): Promise<T> {
+export type TaskKind = "preview" | "step" | "fallback" | "reconcile" | "reconcile_fallback" | "decision" | "compensate";
+
+export interface TaskIdentity {
+  kind: TaskKind;
+  stepId: string;
+  /** The step's index in the plan (unique per step). */
+  stepIndex: number;
+  /** step / fallback / compensate: the attempt number; reconcile(_fallback): the attempt being reconciled. */
+  attempt?: number;
+  /** decision: the wait round answered; compensate: the operator round (0 before any decision). */
+  round?: number;
+}
+
+/**
+ * `kind.stepId[#aN][#rN]`. Step ids match /^[A-Za-z][A-Za-z0-9_-]*$/ (no "." or "#"), so the
+ * name parses back to its identity: distinct identities give distinct names.
+ */
+export function taskName(t: TaskIdentity): string {
+  let name = `${t.kind}.${t.stepId}`;
+  if (t.attempt !== undefined) name += `#a${t.attempt}`;
+  if (t.round !== undefined) name += `#r${t.round}`;
+  return name;
+}
+
+/** What LangGraph hashes into the task id besides the node's checkpoint: (name, counter). */
+export function taskKey(t: TaskIdentity): { name: string; counter: number } {
+  return { name: taskName(t), counter: t.stepIndex };
+}
+
+export function callDurable<T>(config: LangGraphRunnableConfig, t: TaskIdentity, fn: () => Promise<T>): Promise<T> {
   const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD] as { callCounter?: number } | undefined;
   if (!pad || typeof pad.callCounter !== "number") {
     throw new Error("callDurable must run inside a LangGraph node (no scratchpad found)");
   }
-  pad.callCounter = stepIndex * SLOTS_PER_STEP + slot;
+  const { name, counter } = taskKey(t);
+  pad.callCounter = counter;
   return task({ name }, fn)() as Promise<T>;
 }

@@ -12,6 +12,7 @@ import { abortableSleep } from "../skills/core/index.js";
 import { AsyncQueue } from "../src/kernel/async-queue.js";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { fault, FaultPoint } from "../src/kernel/faults.js";
 import { assertStepTransition } from "../src/kernel/status.js";
 import { executeAttempt, type AttemptResult } from "../src/kernel/execute-attempt.js";
 import { Scheduler, type Claims, type RestoredStatus } from "../src/kernel/scheduler.js";
@@ -20,7 +21,7 @@ import { resolveArguments } from "../src/plan/refs.js";
 import { hasSideEffects } from "../src/skills/contract.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlan, type CompiledStep } from "../src/plan/validate.js";
-import { callDurable, Slot } from "./durable-task.js";
+import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
 import { isGated, limitClaims, runGated } from "./limit-gate.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
@@ -28,9 +29,9 @@ import type { Decision, RunState, RunUpdate, StepRecord } from "./state.js";
 
 type Completion =
   | { kind: "attempt"; id: string; attempt: number; res: AttemptResult | InDoubt }
-  | { kind: "reconciled"; id: string; attempt: number; res: Reconciled }
+  | { kind: "reconciled"; id: string; attempt: number; res: Reconciled; fallback?: StepError }
   | { kind: "preview"; id: string; res: { ok: true; preview: unknown } | { ok: false; error: StepError } }
-  | { kind: "fallback"; id: string; original: StepError; res: AttemptResult }
+  | { kind: "fallback"; id: string; original: StepError; attempt: number; res: AttemptResult | InDoubt }
   | { kind: "retry"; id: string; attempt: number }
   | { kind: "decision"; id: string; decision: Decision }
   /** A decision offered by the runtime while this node runs (arrives outside the node's context). */
@@ -156,6 +157,12 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     function launch(id: string): void {
       launched++;
       const c = compiled.byId.get(id)!;
+      const fbDoubt = rec(id).fallbackInDoubt;
+      if (fbDoubt !== undefined) {
+        // a human approved retrying a fallback in doubt
+        set(id, { status: "running", fallbackInDoubt: undefined });
+        return startFallback(c, rec(id).error ?? { code: ErrorCode.EXECUTION_FAILED, message: "step failed" }, fbDoubt + 1);
+      }
       const r = argsFor(c);
       if ("error" in r) return finishFailed(c, r.error);
       if (needsConfirmation(c, r.args)) {
@@ -166,7 +173,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           return finishFailed(c, { code: ErrorCode.INVALID_INPUT, message: `input does not match ${c.skill.name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`, effectStarted: false });
         }
         track(
-          callDurable(config, `preview.${id}`, c.index, Slot.preview, async () => {
+          callDurable(config, { kind: "preview", stepId: id, stepIndex: c.index }, async () => {
             try {
               const p = preview
                 ? await preview(parsed.data, { runId, stepId: id, idempotencyKey: `${runId}:${id}`, signal: haltCtl.signal, logger: env.logger(runId, id), context: state.context })
@@ -211,13 +218,19 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       // durable intent first: if a dead process claimed it before, the attempt is in doubt and is
       // not executed again (reconcile or a human decides).
       const attemptTask = () =>
-        callDurable(config, `step.${c.id}`, c.index, Slot.attempt(attempt), async (): Promise<AttemptResult | InDoubt> => {
+        callDurable(config, { kind: "step", stepId: c.id, stepIndex: c.index, attempt }, async (): Promise<AttemptResult | InDoubt> => {
           const body = async (): Promise<AttemptResult | InDoubt> => {
-            if (unsafe && !(await env.intents.claimIntent(runId, c.id, attempt))) {
-              return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+            if (unsafe) {
+              if (!(await env.intents.claimIntent(runId, c.id, attempt))) {
+                return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+              }
+              fault(FaultPoint.intent_claimed);
             }
-            return run();
+            const res = await run();
+            fault(FaultPoint.effect_returned);
+            return res;
           };
+          // limits across runs (graphs/limit-gate.ts): held only while the attempt runs
           if (!gated) return body();
           return runGated(env, emit, { runId, stepId: c.id, attempt }, claims, ctl.signal, started, body, (error) => ({ ok: false, durationMs: 0, error }));
         });
@@ -228,21 +241,27 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       );
     }
 
-    /** An attempt in doubt: ask the skill (durably); if it cannot tell, ask a human. */
-    function reconcile(c: CompiledStep, attempt: number): void {
-      const rc = c.skill.reconcile;
+    /**
+     * An attempt in doubt (of the step's skill, or of its fallback skill when `fallback` is the
+     * original failure): ask the skill (durably, one task per attempt); if it cannot tell, a
+     * human decides.
+     */
+    function reconcile(c: CompiledStep, attempt: number, fallback?: { error: StepError; input: unknown }): void {
+      const skill = fallback ? env.registry.get((c.step.fallback as { skillName: string }).skillName)! : c.skill;
+      const rc = skill.reconcile;
       track(
-        callDurable(config, `reconcile.${c.id}`, c.index, Slot.reconcile, async (): Promise<Reconciled> => {
+        callDurable(config, { kind: fallback ? "reconcile_fallback" : "reconcile", stepId: c.id, stepIndex: c.index, attempt }, async (): Promise<Reconciled> => {
           if (!rc) return { unknown: true };
           try {
-            const r = await rc({ runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}`, input: rec(c.id).input, signal: haltCtl.signal, logger: env.logger(runId, c.id) });
+            const idempotencyKey = fallback ? `${runId}:${c.id}:fallback` : `${runId}:${c.id}`;
+            const r = await rc({ runId, stepId: c.id, idempotencyKey, input: fallback ? fallback.input : rec(c.id).input, signal: haltCtl.signal, logger: env.logger(runId, c.id) });
             return r ?? { unknown: true };
           } catch (e) {
             return { unknown: true, error: toStepError(e) };
           }
         }),
-        (res) => ({ kind: "reconciled", id: c.id, attempt, res }),
-        (e) => ({ kind: "reconciled", id: c.id, attempt, res: { unknown: true, error: toStepError(e) } }),
+        (res) => ({ kind: "reconciled", id: c.id, attempt, res, fallback: fallback?.error }),
+        (e) => ({ kind: "reconciled", id: c.id, attempt, res: { unknown: true, error: toStepError(e) }, fallback: fallback?.error }),
       );
     }
 
@@ -271,35 +290,75 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       const fb = c.step.fallback;
       if (!fb || halt) return finishFailed(c, error, extra);
       if ("value" in fb) return completeStep(c, fb.value ?? null, { usedFallback: true, error, ...extra });
+      startFallback(c, error, 1);
+    }
+
+    /**
+     * The fallback skill, attempt n (n > 1 only after a human approved retrying a fallback in
+     * doubt). A non-idempotent fallback claims a durable intent first, exactly like a step attempt.
+     */
+    function startFallback(c: CompiledStep, original: StepError, attempt: number): void {
+      const fb = c.step.fallback as { skillName: string; arguments?: Record<string, unknown> };
       const skill = env.registry.get(fb.skillName)!;
       let args: Record<string, unknown>;
       try {
         args = resolveArguments(fb.arguments ?? {}, { context: state.context, memory, steps: outputs }, "fallback.arguments");
       } catch (e) {
-        return finishFailed(c, { ...error, details: { fallbackError: toStepError(e) } }, extra);
+        return finishFailed(c, { ...original, details: { fallbackError: toStepError(e) } });
       }
       const ctl = new AbortController();
       stepCtls.set(c.id, ctl);
+      set(c.id, { fallbackAttempts: attempt, fallbackInput: args });
+      const unsafe = hasSideEffects(skill) && !skill.idempotent;
       track(
-        callDurable(config, `fallback.${c.id}`, c.index, Slot.fallback, () =>
-          executeAttempt({ skill, args, runId, stepId: c.id, attempt: 1, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs }),
-        ),
-        (res) => ({ kind: "fallback", id: c.id, original: error, res }),
-        (e) => ({ kind: "fallback", id: c.id, original: error, res: { ok: false, durationMs: 0, error: toStepError(e) } }),
+        callDurable(config, { kind: "fallback", stepId: c.id, stepIndex: c.index, attempt }, async (): Promise<AttemptResult | InDoubt> => {
+          if (unsafe) {
+            if (!(await env.intents.claimIntent(runId, `${c.id}#fallback`, attempt))) {
+              return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `fallback attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+            }
+            fault(FaultPoint.intent_claimed);
+          }
+          const res = await executeAttempt({ skill, args, runId, stepId: c.id, attempt, idempotencyKey: `${runId}:${c.id}:fallback`, context: state.context, logger: env.logger(runId, c.id), signal: ctl.signal, timeoutMs: c.step.timeoutMs });
+          fault(FaultPoint.effect_returned);
+          return res;
+        }),
+        (res) => ({ kind: "fallback", id: c.id, original, attempt, res }),
+        (e) => ({ kind: "fallback", id: c.id, original, attempt, res: { ok: false, durationMs: 0, error: toStepError(e) } }),
       );
+    }
+
+    /** Nobody can tell whether an attempt's effect happened: the step waits for a human (retry / mark_done / reject). */
+    function waitInDoubt(c: CompiledStep, round: number, preview: Record<string, unknown>, extra: Partial<StepRecord> = {}): void {
+      set(c.id, { status: "waiting_confirmation", inDoubt: true, waitRound: round, preview, ...extra });
+      sched.park(c.id);
+      emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview, round, inDoubt: true }, `${round}`);
+      const early = pendingDecisions.get(c.id);
+      if (early && answers(c.id, early)) {
+        pendingDecisions.delete(c.id);
+        consumeDecision(c, early);
+      }
+    }
+
+    /**
+     * A decision applies to the wait it answers (step and round) and to nothing else: an old
+     * decision of this step (an earlier round, still in state) never answers a later wait.
+     */
+    function answers(id: string, d: Decision): boolean {
+      return rec(id).status === "waiting_confirmation" && d.round === (rec(id).waitRound ?? 0);
     }
 
     function applyDecision(id: string, d: Decision): void {
       const c = compiled.byId.get(id);
-      if (!c || rec(id).status !== "waiting_confirmation" || halt) return;
+      if (!c || !answers(id, d) || halt) return;
       const inDoubt = rec(id).inDoubt === true;
+      const fallbackInDoubt = rec(id).fallbackInDoubt;
       emit(EventType.step_confirmed, id, { decision: d.decision, edited: d.arguments !== undefined, inDoubt, ...(d.comment ? { comment: d.comment } : {}) }, `${rec(id).waitRound ?? 0}`);
       if (d.decision === "mark_done") {
         // the approver states the effect happened: complete without executing again
-        set(id, { inDoubt: false });
+        set(id, { inDoubt: false, fallbackInDoubt: undefined });
         completionOrder.push(id);
         const output = d.output ?? null;
-        set(id, { status: "completed", output, finishedAt: iso() });
+        set(id, { status: "completed", output, finishedAt: iso(), ...(fallbackInDoubt !== undefined ? { usedFallback: true } : {}) });
         outputs[id] = output;
         if (c.step.saveResultAs) memory[c.step.saveResultAs] = memoryUpdate[c.step.saveResultAs] = output;
         emit(EventType.step_completed, id, { attempts: rec(id).attempts, markedDone: true });
@@ -307,6 +366,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
         return;
       }
       if (d.decision === "approve") {
+        // (for a fallback in doubt, approve = retry the fallback: launch() sees fallbackInDoubt)
         const approved = d.arguments ?? (rec(id).input as Record<string, unknown> | undefined) ?? c.step.arguments;
         set(id, { approvedArguments: approved, inDoubt: false });
         argCache.delete(id);
@@ -314,7 +374,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
         return;
       }
       const error: StepError = { code: ErrorCode.REJECTED, message: d.comment ? `rejected: ${d.comment}` : "rejected by approver" };
-      set(id, { status: "failed", error, finishedAt: iso(), inDoubt: false });
+      set(id, { status: "failed", error, finishedAt: iso(), inDoubt: false, fallbackInDoubt: undefined });
       emit(EventType.step_failed, id, { error, attempts: rec(id).attempts });
       const r = sched.completeParkedAs(id, "failed");
       for (const s of r.skipped) {
@@ -326,6 +386,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
 
     function handle(item: Completion): void {
       if (item.kind === "wake") return;
+      if (item.kind !== "offer" && item.kind !== "retry") fault(FaultPoint.task_returned);
       if (item.kind === "offer") return offered(item.id, item.decision);
       const c = compiled.byId.get(item.id)!;
       switch (item.kind) {
@@ -344,7 +405,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
           sched.park(c.id);
           emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview: item.res.preview, round: 0 }, "0");
           const early = pendingDecisions.get(c.id);
-          if (early) {
+          if (early && answers(c.id, early)) {
             pendingDecisions.delete(c.id);
             consumeDecision(c, early);
           }
@@ -361,23 +422,32 @@ export function makeSchedulerNode(env: RuntimeEnv) {
         case "fallback": {
           inflight--;
           stepCtls.delete(c.id);
-          if (item.res.ok) return completeStep(c, item.res.output, { usedFallback: true, error: item.original });
-          return finishFailed(c, { ...item.original, details: { fallbackError: item.res.error } });
+          const res = item.res;
+          if ("inDoubt" in res) return reconcile(c, item.attempt, { error: item.original, input: rec(c.id).fallbackInput });
+          if (res.ok) return completeStep(c, res.output, { usedFallback: true, error: item.original });
+          return finishFailed(c, { ...item.original, details: { fallbackError: res.error } });
         }
         case "reconciled": {
           inflight--;
           const r = item.res;
-          if ("applied" in r && r.applied) return completeStep(c, r.output ?? null, { inDoubt: false });
+          const fb = item.fallback;
+          if ("applied" in r && r.applied) return completeStep(c, r.output ?? null, { inDoubt: false, ...(fb ? { usedFallback: true, error: fb } : {}) });
           if ("applied" in r && !r.applied && !halt) {
+            if (fb) return startFallback(c, fb, item.attempt + 1);
             const a = argsFor(c);
             if ("args" in a) return startAttempt(c, item.attempt + 1, a.args);
           }
-          // nobody can tell whether the effect happened: a human decides (retry / mark_done / reject)
-          const preview = { inDoubt: true, attempt: item.attempt, reason: "the process running this step stopped before its result was saved", ...(("error" in r && r.error) ? { reconcileError: r.error } : {}) };
-          set(c.id, { status: "waiting_confirmation", inDoubt: true, waitRound: item.attempt, preview });
-          sched.park(c.id);
-          emit(EventType.step_waiting_confirmation, c.id, { skillName: c.skill.name, arguments: rec(c.id).input, preview, round: item.attempt, inDoubt: true }, `${item.attempt}`);
-          return;
+          // Rounds are unique per step: n after step attempt n; attempts + k after fallback attempt k
+          // (no step attempt follows a fallback).
+          const round = fb ? rec(c.id).attempts + item.attempt : item.attempt;
+          const preview = {
+            inDoubt: true,
+            attempt: item.attempt,
+            ...(fb ? { fallback: (c.step.fallback as { skillName: string }).skillName } : {}),
+            reason: `the process running this ${fb ? "step's fallback" : "step"} stopped before its result was saved`,
+            ...("error" in r && r.error ? { reconcileError: r.error } : {}),
+          };
+          return waitInDoubt(c, round, preview, fb ? { fallbackInDoubt: item.attempt, error: fb } : {});
         }
         case "attempt": {
           inflight--;
@@ -416,7 +486,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     const pendingDecisions = new Map<string, Decision>();
     function consumeDecision(c: CompiledStep, d: Decision): void {
       track(
-        callDurable(config, `decision.${c.id}`, c.index, Slot.decision, async () => d),
+        callDurable(config, { kind: "decision", stepId: c.id, stepIndex: c.index, round: d.round ?? 0 }, async () => d),
         (rd) => ({ kind: "decision", id: c.id, decision: rd }),
         () => ({ kind: "decision", id: c.id, decision: d }),
       );
@@ -424,8 +494,9 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     const offered = (stepId: string, d: Decision) => {
       const c = compiled.byId.get(stepId);
       if (!c) return;
-      if (rec(stepId).status === "waiting_confirmation") consumeDecision(c, d);
-      else pendingDecisions.set(stepId, d);
+      if (answers(stepId, d)) consumeDecision(c, d);
+      else if (rec(stepId).status !== "waiting_confirmation") pendingDecisions.set(stepId, d); // it will wait soon
+      // else: a decision for another round of this step (stale): ignored
     };
 
     // -- run --
@@ -450,7 +521,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
         if (left <= 0) onDeadline();
         else deadlineTimer = setTimeout(onDeadline, left);
       }
-      for (const [id, d] of Object.entries(state.decisions)) if (rec(id).status === "waiting_confirmation") applyDecision(id, d);
+      for (const [id, d] of Object.entries(state.decisions)) if (d && answers(id, d)) applyDecision(id, d);
       for (const [id, d] of env.controls.take(runId)) offered(id, d);
 
       for (;;) {

@@ -29,6 +29,12 @@ export interface StepRecord {
   rollbackError?: StepError;
   /** Compensation attempts so far (all rounds). */
   rollbackAttempts?: number;
+  /** Attempts of the step's fallback skill so far. */
+  fallbackAttempts?: number;
+  /** The fallback skill's resolved arguments (for its reconcile). */
+  fallbackInput?: unknown;
+  /** Waiting because fallback attempt n is in doubt (approve = retry the fallback). */
+  fallbackInDoubt?: number;
 }
 
 /** Strict rollback stopped at a failed compensation; an operator decides what happens next. */
@@ -51,6 +57,11 @@ export interface Decision {
   output?: unknown;
   comment?: string;
   at?: string;
+  /**
+   * The wait this decision answers (the step's `waitRound`; for a failed strict compensation the
+   * block's round). A decision never applies to another round of the same step.
+   */
+  round?: number;
 }
 
 const merge = <T extends object>(a: T, b: T | undefined): T => (b ? { ...a, ...b } : a);

@@ -12,6 +12,7 @@ import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunStore } from "../store/run-store.js";
 import type { RunControls } from "./controls.js";
 import { LiveProjection } from "./live-projection.js";
@@ -66,6 +67,7 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
     buffer = [];
     flushing = store.append(runId, batch, owner).then(
       (numbered) => {
+        fault(FaultPoint.event_batch_appended);
         for (const ev of numbered) {
           live.apply(ev);
           events.push(ev);
@@ -93,7 +95,10 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
       await ready;
       heartbeat = setInterval(() => {
         store.renewLease(runId, owner, leaseTtlMs).then(
-          (ok) => ok || stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`)),
+          (ok) => {
+            if (!ok) return stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`));
+            fault(FaultPoint.lease_renewed);
+          },
           () => undefined, // a transient database error: the next beat retries; expiry protects others
         );
       }, Math.max(50, Math.floor(leaseTtlMs / 3)));
@@ -102,10 +107,12 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
         if (!live.pending.size) return;
         store.unappliedDecisions(runId).then(
           (ds) => {
-            for (const d of ds) if (live.pending.has(d.stepId)) {
+            for (const d of ds) {
+              const p = live.pending.get(d.stepId);
+              if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
               live.pending.delete(d.stepId);
               live.decided.set(d.stepId, d.decision);
-              deps.controls.offer(runId, d.stepId, d.decision);
+              deps.controls.offer(runId, d.stepId, { ...d.decision, round: d.round });
             }
           },
           () => undefined,
@@ -133,6 +140,7 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
         events.push(ev);
       }
       await store.sync(view, owner);
+      fault(FaultPoint.final_sync);
       const waiting = new Set(view.pendingConfirmations.map((p) => `${p.stepId}:${p.round ?? 0}`));
       const unapplied = await store.unappliedDecisions(runId);
       await store.markApplied(runId, unapplied.filter((d) => !waiting.has(`${d.stepId}:${d.round}`)));

@@ -14,6 +14,7 @@ import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
 import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, type CompiledPlan } from "../plan/validate.js";
@@ -76,6 +77,8 @@ export const ConfirmInputSchema = z
     /** mark_done: the output to record for the step. */
     output: z.unknown().optional(),
     comment: z.string().max(4_000).optional(),
+    /** The wait being answered (`pendingConfirmations[].round`); refused if the step now waits in another round. */
+    round: z.number().int().min(0).optional(),
   })
   .strict();
 export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
@@ -158,8 +161,11 @@ export class Runtime {
     const local = this.active.get(runId);
     await local?.ready;
     const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
+    if (pending && d.round !== undefined && d.round !== (pending.round ?? 0)) {
+      throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} waits for a decision of round ${pending.round ?? 0}, not round ${d.round}`);
+    }
     if (!pending) {
-      const prevRound = await this.lastRound(runId, d.stepId);
+      const prevRound = d.round ?? (await this.lastRound(runId, d.stepId));
       const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
       if (prev && sameDecision(prev, decision)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
@@ -179,7 +185,9 @@ export class Runtime {
       }
     }
     decision.at = new Date(this.env.now()).toISOString();
-    const recorded = await this.store.recordDecision(runId, d.stepId, pending.round ?? 0, decision);
+    decision.round = pending.round ?? 0;
+    const recorded = await this.store.recordDecision(runId, d.stepId, decision.round, decision);
+    fault(FaultPoint.decision_recorded);
     if (recorded === "duplicate") return this.follow(runId);
     if (recorded === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} already has a different decision`);
     if (local) {
@@ -192,18 +200,46 @@ export class Runtime {
     return this.resumeRecorded(runId);
   }
 
+  /**
+   * How to continue a run from its checkpoint, which is the truth (the row is a projection of
+   * events and may run ahead of it when a process died between an event flush and a checkpoint):
+   * nothing saved yet → start it; stopped at an interrupt → resume with the recorded decisions;
+   * otherwise → continue where the checkpoint stands.
+   */
+  private async continuation(runId: string): Promise<Partial<RunState> | Command | null> {
+    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    if (!(snap.values as Partial<RunState>)?.runId) {
+      const row = await this.store.getRow(runId);
+      const now = new Date(this.env.now()).toISOString();
+      return { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
+    }
+    if (snap.tasks.some((t) => t.interrupts.length > 0)) return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
+    return null;
+  }
+
   /** Resume a suspended run with every recorded decision not yet applied (if we can take its lease). */
   private async resumeRecorded(runId: string): Promise<RunHandle> {
-    const decisions: Record<string, Decision> = {};
-    for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;
-    const resume: ResumeValue = { decisions };
+    const input = await this.continuation(runId);
     try {
-      return this.drive(runId, new Command({ resume }));
+      return this.drive(runId, input);
     } catch (e) {
       // another process executes the run: it polls recorded decisions and applies this one
       if ((e as ToolchainError).code === ErrorCode.RUN_NOT_ACTIVE) return this.follow(runId);
       throw e;
     }
+  }
+
+  /**
+   * Recorded, unapplied decisions as a resume value, each carrying its round (the graph applies
+   * a decision only to the wait it answers). Per step, the latest round wins: older ones are stale.
+   */
+  private async recordedDecisions(runId: string): Promise<Record<string, Decision>> {
+    const out: Record<string, Decision> = {};
+    for (const u of await this.store.unappliedDecisions(runId)) {
+      const prev = out[u.stepId];
+      if (!prev || (prev.round ?? 0) < u.round) out[u.stepId] = { ...u.decision, round: u.round };
+    }
+    return out;
   }
 
   private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
@@ -261,17 +297,12 @@ export class Runtime {
     const started: string[] = [];
     for (const runId of claimed) {
       if (this.active.has(runId)) continue;
-      const snap = await this.graph.getState({ configurable: { thread_id: runId } });
-      let input: Partial<RunState> | Command | null = null;
-      const row = await this.store.getRow(runId);
-      if (row?.status === "waiting_confirmation" || row?.status === "rollback_failed") {
-        // decisions were recorded but the process that took them died before resuming
-        const decisions: Record<string, Decision> = {};
-        for (const u of await this.store.unappliedDecisions(runId)) decisions[u.stepId] = u.decision;
-        input = new Command({ resume: { decisions } satisfies ResumeValue });
-      } else if (!(snap.values as Partial<RunState>)?.runId) {
-        const now = new Date(this.env.now()).toISOString();
-        input = { runId, plan: row!.plan, context: row!.context, memory: row!.memory, status: "queued", createdAt: now, updatedAt: now };
+      let input: Partial<RunState> | Command | null;
+      try {
+        input = await this.continuation(runId);
+      } catch {
+        await this.store.releaseLease(runId, this.owner).catch(() => undefined);
+        continue;
       }
       try {
         // the lease was taken by claimRunnable; the drive renews and releases it
@@ -354,7 +385,9 @@ export class Runtime {
       for (;;) {
         const row = await this.store.getRow(runId);
         if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        if (SETTLED.has(row.status) && !row.leaseOwner && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
+        // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
+        const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
+        if (SETTLED.has(row.status) && !leased && !(await this.hasDecisionToApply(runId, row.pendingConfirmations))) return this.getRun(runId);
         await new Promise((r) => setTimeout(r, 50));
       }
     })();

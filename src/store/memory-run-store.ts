@@ -110,7 +110,9 @@ export class MemoryRunStore implements RunStore {
     for (const e of [...this.runs.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())) {
       if (out.length >= limit) break;
       const decided = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && [...e.decisions.values()].some((d) => !d.applied);
-      if (!["queued", "planning", "running"].includes(e.row.status) && !decided) continue;
+      // a lease left behind by a dead process: its drive ended mid-way, whatever the row says
+      const orphaned = e.row.leaseOwner !== null;
+      if (!["queued", "planning", "running"].includes(e.row.status) && !decided && !orphaned) continue;
       if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= this.now()) continue;
       e.row.leaseOwner = owner;
       e.row.leaseExpiresAt = new Date(this.now() + ttlMs);

@@ -269,6 +269,8 @@ export class PgRunStore implements RunStore {
          SELECT run_id FROM ${this.runs} r
          WHERE (lease_owner IS NULL OR lease_expires_at < now())
            AND (status IN ('queued', 'planning', 'running')
+             -- a lease left behind by a dead process: its drive ended mid-way, whatever the row says
+             OR lease_owner IS NOT NULL
              OR (status IN ('waiting_confirmation', 'rollback_failed') AND EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied)))
          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING run_id`,

@@ -28,8 +28,8 @@ export function sharedStorage(): ChildEnv {
   return { env, schema };
 }
 
-export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("test/fixtures/crash-child.ts"), ...args], {
+export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}, script = "test/fixtures/crash-child.ts"): Child {
+  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve(script), ...args], {
     env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });

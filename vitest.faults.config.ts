@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+// The enumerated crash-point suite (npm run test:faults): SIGKILLed child processes, minutes long.
+export default defineConfig({
+  test: {
+    include: ["test/faults/**/*.faults.ts"],
+    testTimeout: 1_800_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+  },
+});
