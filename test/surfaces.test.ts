@@ -42,8 +42,8 @@ describe("langgraph.json graph", () => {
     expect(out.status).toBe("completed");
     expect(out.steps.b!.output).toBe(2);
     // Studio's task list: the nodes, and under the scheduler one task per step attempt
-    expect(started).toEqual(["planner", "scheduler", "step.a", "step.b", "step.b", "observer"]);
-    expect(finished.map(([n]) => n)).toEqual(["planner", "step.a", "step.b", "step.b", "scheduler", "observer"]);
+    expect(started).toEqual(["planner", "scheduler", "step.a#a1", "step.b#a1", "step.b#a2", "observer"]);
+    expect(finished.map(([n]) => n)).toEqual(["planner", "step.a#a1", "step.b#a1", "step.b#a2", "scheduler", "observer"]);
     // each attempt's result is saved in the scheduler node's checkpoint (durable per attempt)
     const saved: unknown[] = [];
     for await (const c of checkpointer.list(config)) for (const w of c.pendingWrites ?? []) if (w[1] === "__return__") saved.push(w[2]);
