@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every suite in one process, one JSON object per line on stdout (logs on stderr).
  * BENCH_QUICK=1 shrinks every size for a smoke test (well under a minute).
- * BENCH_SUITES=scheduling,overhead,durable,qtable,validation,api selects suites (default: all).
+ * BENCH_SUITES=scheduling,overhead,durable,qtable,validation,limits,api selects suites (default: all).
  * BENCH_BIG_REPS=n repetitions of the 10,000-step runtime runs (default 2).
  * Diagnostics outside the bench: bench/hop-latency.ts, bench/profile-overhead.ts.
  */
@@ -24,7 +24,7 @@ process.on("warning", (w) => {
 });
 
 const quick = process.env.BENCH_QUICK === "1";
-const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead,durable,qtable").split(",").map((s) => s.trim()));
+const suites = new Set((process.env.BENCH_SUITES ?? "scheduling,overhead,durable,qtable,limits").split(",").map((s) => s.trim()));
 const require = createRequire(import.meta.url);
 const lgVersion = (require("@langchain/langgraph/package.json") as { version: string }).version;
 
@@ -51,6 +51,7 @@ if (suites.has("qtable")) await qtableSuite({ quick });
 if (suites.has("validation") || !process.env.BENCH_SUITES) {
   await (await import("./validation.js")).validationSuite({ sizes: [1_000, 10_000], reps: quick ? 1 : 3, runSizes: quick ? [1_000] : [1_000, 10_000] });
 }
+if (suites.has("limits")) await (await import("./limits.js")).limitsSuite({ quick });
 if (suites.has("api") || !process.env.BENCH_SUITES) await (await import("./api.js")).apiSuite({ quick });
 const totalS = round((now() - t0) / 1000, 1);
 log(`done in ${totalS} s (${maxListenerWarnings} MaxListenersExceededWarning suppressed)`);

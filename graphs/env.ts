@@ -9,6 +9,7 @@ import type { CompiledPlan } from "../src/plan/validate.js";
 import { RunControls } from "../src/runtime/controls.js";
 import type { IntentLog } from "../src/store/intent-log.js";
 import { Planner, plannerConfigFromEnv } from "../src/planner/index.js";
+import type { RunLimits } from "../src/kernel/limits.js";
 
 export interface RuntimeEnv {
   registry: SkillRegistry;
@@ -32,6 +33,11 @@ export interface RuntimeEnv {
    * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
    */
   compensationTimeoutMs: number;
+  /**
+   * Serial keys, resources and parallelSafe across runs (and processes, on Postgres). Absent: they
+   * hold within each run only (the bare graph, e.g. in Studio).
+   */
+  limits?: RunLimits;
   /**
    * Compiled plans by run (a run's plan does not change once planned), least recently used
    * evicted first, bounded by estimated bytes (`compiledPlanBytes`), not by count: one tenant's

@@ -24,6 +24,7 @@ import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlanAsync, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
+import { isGated, limitClaims, runGated } from "./limit-gate.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate, StepRecord } from "./state.js";
 
@@ -196,7 +197,11 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       const ctl = new AbortController();
       stepCtls.set(c.id, ctl);
       set(c.id, { status: "running", attempts: attempt, input: args, startedAt: rec(c.id).startedAt ?? iso(), inDoubt: false });
-      emit(EventType.step_started, c.id, { attempt, skillName: c.skill.name }, `${attempt}`);
+      // limits across runs (graphs/limit-gate.ts): a gated attempt reports step_started once it holds them
+      const claims = limitClaims(c.skill, args);
+      const gated = isGated(env, claims);
+      const started = () => emit(EventType.step_started, c.id, { attempt, skillName: c.skill.name }, `${attempt}`);
+      if (!gated) started();
       const run = () =>
         executeAttempt({
           skill: c.skill,
@@ -217,15 +222,20 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       // not executed again (reconcile or a human decides).
       const attemptTask = () =>
         callDurable(config, { kind: "step", stepId: c.id, stepIndex: c.index, attempt }, async (): Promise<AttemptResult | InDoubt> => {
-          if (unsafe) {
-            if (!(await env.intents.claimIntent(runId, c.id, attempt))) {
-              return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+          const body = async (): Promise<AttemptResult | InDoubt> => {
+            if (unsafe) {
+              if (!(await env.intents.claimIntent(runId, c.id, attempt))) {
+                return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `attempt ${attempt} was interrupted by a process failure; its effect may or may not have happened` } };
+              }
+              fault(FaultPoint.intent_claimed);
             }
-            fault(FaultPoint.intent_claimed);
-          }
-          const res = await run();
-          fault(FaultPoint.effect_returned);
-          return res;
+            const res = await run();
+            fault(FaultPoint.effect_returned);
+            return res;
+          };
+          // limits across runs (graphs/limit-gate.ts): held only while the attempt runs
+          if (!gated) return body();
+          return runGated(env, emit, { runId, stepId: c.id, attempt }, claims, ctl.signal, started, body, (error) => ({ ok: false, durationMs: 0, error }));
         });
       track(
         attemptTask(),

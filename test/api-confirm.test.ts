@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RunViewSchema } from "../src/api/schemas.js";
 import { postgresBackend } from "./helpers/backends.js";
-import { call, collectSse, newKey, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
+import { call, collectSse, newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
+import { waitFor } from "./helpers/wait.js";
 
 const publishPlan = (title: string) => ({
   steps: [
@@ -111,7 +112,7 @@ describe(`confirmation through the API on ${postgresBackend.name}`, () => {
     const r = await post(`/api/tool-chains/runs/${runId}/confirm`, { stepId: "pub", decision: "approve", wait: false });
     expect(r.status).toBe(202);
     expect(r.headers.get("location")).toBe(`/api/tool-chains/runs/${runId}`);
-    await until(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.status === "completed");
+    await waitFor(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.status === "completed", { what: "run completed" });
   });
 });
 
@@ -129,7 +130,7 @@ describe(`a confirmation served by another app and runtime (${postgresBackend.na
       const lastSeq = (await call(a.url, "GET", `/api/tool-chains/runs/${runId}/events`, { key })).body.events.length as number;
       // a live follower on A, from where the run stopped
       const following = collectSse(`${a.url}/api/tool-chains/runs/${runId}/events?after=${lastSeq}`, { key });
-      await until(() => a.live.feeds.size > 0);
+      await waitFor(() => a.live.feeds.size > 0, { what: "a feed on app A" });
       const done = await call(b.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, { key, body: { stepId: "pub", decision: "approve" } });
       expect([done.status, done.body.status]).toEqual([200, "completed"]);
       expect(ledger.total()).toBe(1);

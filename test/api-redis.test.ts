@@ -8,8 +8,9 @@ import { RedisSignalTransport } from "../src/live/redis.js";
 import { RunSignals } from "../src/live/signals.js";
 import { MemoryRunStore } from "../src/store/memory-run-store.js";
 import { freshSchema, postgresBackend } from "./helpers/backends.js";
-import { call, collectSse, newKey, serveApi, until } from "./helpers/api.js";
+import { call, collectSse, newKey, serveApi } from "./helpers/api.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
+import { waitFor } from "./helpers/wait.js";
 
 const redisUrl = process.env.REDIS_URL || undefined;
 
@@ -55,10 +56,14 @@ describe.runIf(redisUrl)(`Redis (${postgresBackend.name})`, () => {
       b.subscribe((r, q) => gotB.push([r, q]));
       await storeB.createRun({ runId: "r", workspaceId: "w", traceId: "t", plan: { steps: [] } as never, context: {}, memory: {} });
       await storeB.append("r", [{ type: "planning_started", at: new Date().toISOString(), data: {}, key: "1" }]);
-      await until(() => gotA.length === 1, 5_000);
+      await waitFor(() => gotA.length === 1, { timeoutMs: 15_000, what: "process A signalled" });
       expect(gotA).toEqual([["r", 1]]);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(gotB).toEqual([["r", 1]]); // its own change, once (locally)
+      // a later change from A reaches B over the same channel, after any echo of B's own publish
+      // (Redis delivers in publish order), so once B has the marker, B's account is complete
+      await storeA.createRun({ runId: "marker", workspaceId: "w", traceId: "t", plan: { steps: [] } as never, context: {}, memory: {} });
+      await storeA.append("marker", [{ type: "planning_started", at: new Date().toISOString(), data: {}, key: "1" }]);
+      await waitFor(() => gotB.some(([r]) => r === "marker"), { timeoutMs: 15_000, what: "process B signalled by A" });
+      expect(gotB).toEqual([["r", 1], ["marker", 1]]); // its own change once (locally), then A's
     } finally {
       await a.close();
       await b.close();

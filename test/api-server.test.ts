@@ -15,17 +15,20 @@ import { Runtime } from "../src/runtime/runtime.js";
 import { configFromEnv, startServer, type RunningServer } from "../src/server/serve.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
 import { freshSchema, postgresBackend, serverUrl } from "./helpers/backends.js";
-import { call, collectSse, until } from "./helpers/api.js";
+import { call, collectSse, TEST_REQUESTS_PER_MINUTE } from "./helpers/api.js";
+import { waitFor } from "./helpers/wait.js";
 
 const schemas: string[] = [];
 /** A fresh schema on the server, or a fresh embedded database (on disk when it must outlive a restart). */
+/** Storage for one server, and the test limit (tests poll faster than the default 600/min allows). */
 function storageEnv(embedded: "disk" | "memory" = "disk"): Record<string, string> {
+  const limit = { TOOLCHAIN_RATE_LIMIT_PER_MIN: String(TEST_REQUESTS_PER_MINUTE) };
   if (serverUrl) {
     const s = freshSchema("srv");
     schemas.push(s);
-    return { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: s };
+    return { ...limit, DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: s };
   }
-  return { TOOLCHAIN_DATA_DIR: embedded === "memory" ? ":memory:" : path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite") };
+  return { ...limit, TOOLCHAIN_DATA_DIR: embedded === "memory" ? ":memory:" : path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite") };
 }
 afterAll(async () => {
   if (!serverUrl || !schemas.length) return;
@@ -108,7 +111,7 @@ describe(`the server process (${postgresBackend.name})`, () => {
       expect(streamed.at(-1)!.event).toBe("run_completed");
       expect(streamed.map((m) => Number(m.id))).toEqual(streamed.map((_, i) => i + 1));
       // the worker took the queued run too
-      await until(async () => (await call(srv.url, "GET", `/api/tool-chains/runs/${queued.body.runId}`, { key })).body.status === "completed");
+      await waitFor(async () => (await call(srv.url, "GET", `/api/tool-chains/runs/${queued.body.runId}`, { key })).body.status === "completed", { what: "queued run completed" });
     } finally {
       await stop();
       await worker.drain();
@@ -123,11 +126,13 @@ describe(`the server process (${postgresBackend.name})`, () => {
     let err = "";
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     try {
-      const t0 = Date.now();
-      while (!/API key:\s+(tck_\S+)/.test(err)) {
-        if (Date.now() - t0 > 60_000 || child.exitCode !== null) throw new Error(`server did not start: ${err}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitFor(
+        () => {
+          if (child.exitCode !== null) throw new Error(`server exited: ${err}`);
+          return /API key:\s+(tck_\S+)/.test(err);
+        },
+        { timeoutMs: 60_000, intervalMs: 50, what: "`toolchain serve` printing its key" },
+      );
       const url = /toolchain API on (http:\/\/\S+)/.exec(err)![1]!;
       const key = /API key:\s+(tck_\S+)/.exec(err)![1]!;
       expect((await call(url, "POST", "/api/tool-chains/run", { key, body: { plan } })).body.status).toBe("completed");

@@ -10,8 +10,9 @@ import { RunSignals } from "../src/live/signals.js";
 import { openDatabase } from "../src/store/db.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
 import { freshSchema, postgresBackend, serverUrl } from "./helpers/backends.js";
-import { call, collectSse, newKey, serveApi, sse, until, type ApiUnderTest, type SseMessage } from "./helpers/api.js";
+import { call, collectSse, newKey, serveApi, sse, type ApiUnderTest, type SseMessage } from "./helpers/api.js";
 import { Gates, gateSkill } from "./helpers/skills.js";
+import { waitFor } from "./helpers/wait.js";
 
 const seqs = (ms: SseMessage[]) => ms.map((m) => Number(m.id));
 const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
@@ -92,7 +93,7 @@ describe(`SSE on ${postgresBackend.name}`, () => {
     // while nobody listens, the run moves on
     await gates.untilEntered("s2");
     gates.open("s2");
-    await until(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.steps[2].status === "running");
+    await waitFor(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.steps[2].status === "running", { what: "s3 running" });
     // reconnect as EventSource would: Last-Event-ID = the last id seen
     const second: SseMessage[] = [];
     for await (const m of sse(url, { key, headers: { "last-event-id": first.at(-1)!.id! } })) {
@@ -116,15 +117,36 @@ describe(`SSE on ${postgresBackend.name}`, () => {
   test("fan-out: many followers of one run receive the same complete sequence (one store reader per run)", async () => {
     const { runId } = (await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: { steps: [{ stepId: "f1", skillName: "test.gate", arguments: { gate: "f1" } }, { stepId: "f2", skillName: "core.pass", dependsOn: ["f1"], arguments: { value: 1 } }] }, wait: false } })).body;
     const url = `${api.url}/api/tool-chains/runs/${runId}/events`;
-    const clients = Array.from({ length: 25 }, () => collectSse(url, { key }));
-    await until(() => api.live.feeds.size > 0);
-    gates.open("f1");
-    const results = await Promise.all(clients);
-    const expected = seqs(results[0]!);
+    const got: SseMessage[][] = Array.from({ length: 25 }, () => []);
+    const clients = got.map(async (into) => {
+      for await (const m of sse(url, { key })) into.push(m);
+    });
+    // every client has caught up (it saw f1 start) and now follows live
+    await waitFor(() => got.every((g) => g.some((m) => m.event === "step_started" && m.data.stepId === "f1")), { what: "25 clients caught up" });
+    expect(api.live.feeds.size).toBe(1);
+    // from here on, count the store reads for this run: one feed reads once per change for all 25
+    // clients (a reader per client would make at least 25 reads for the first change alone)
+    const store = api.runtime.store;
+    const list = store.list.bind(store);
+    let reads = 0;
+    store.list = (id, after) => {
+      if (id === runId) reads++;
+      return list(id, after);
+    };
+    try {
+      gates.open("f1");
+      await Promise.all(clients);
+    } finally {
+      store.list = list;
+    }
+    const expected = seqs(got[0]!);
     expect(expected).toEqual(range(1, expected.length));
-    expect(results[0]!.at(-1)!.event).toBe("run_completed");
-    for (const r of results) expect(seqs(r)).toEqual(expected);
-    await until(() => api.live.feeds.size === 0);
+    expect(got[0]!.at(-1)!.event).toBe("run_completed");
+    for (const r of got) expect(seqs(r)).toEqual(expected);
+    const liveEvents = expected.length - got[0]!.findIndex((m) => m.event === "step_started" && m.data.stepId === "f1") - 1;
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(liveEvents + 2); // at most one per event (+ the poll safety net)
+    await waitFor(() => api.live.feeds.size === 0, { what: "the feed closed" });
   });
 });
 
@@ -139,7 +161,7 @@ describe(`events executed by another runtime reach followers (${postgresBackend.
       const { runId } = (await call(b.url, "POST", "/api/tool-chains/run", { key, body: { plan: { steps: [{ stepId: "x", skillName: "test.gate", arguments: { gate: "x" } }, { stepId: "y", skillName: "core.pass", dependsOn: ["x"], arguments: { value: 1 } }] }, wait: false } })).body;
       expect(pair.b.activeRuns()).toContain(runId);
       const following = collectSse(`${a.url}/api/tool-chains/runs/${runId}/events`, { key });
-      await until(() => a.live.feeds.size > 0);
+      await waitFor(() => a.live.feeds.size > 0, { what: "a feed on app A" });
       gates.open("x");
       const ms = await following;
       expect(seqs(ms)).toEqual(range(1, ms.length));
@@ -169,7 +191,7 @@ describe(`events executed by another runtime reach followers (${postgresBackend.
       signals.subscribe((r, q) => got.push([r, q]));
       await writer.createRun({ runId: "r1", workspaceId: "w", traceId: "t", plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: {} }], onFailure: "skip_dependents", rollbackMode: "best_effort" } as never, context: {}, memory: {} });
       await writer.append("r1", [{ type: "planning_started", at: new Date().toISOString(), data: {}, key: "k1" }, { type: "planning_completed", at: new Date().toISOString(), data: {}, key: "k2" }]);
-      await until(() => got.length > 0, 5_000);
+      await waitFor(() => got.length > 0, { timeoutMs: 5_000, what: "an event" });
       expect(got).toEqual([["r1", 2]]);
       await signals.close();
     } finally {

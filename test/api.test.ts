@@ -6,8 +6,9 @@ import { parse as parseOpenApi, validate as validateOpenApi } from "@readme/open
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EventsResponseSchema, HealthResponseSchema, RunListResponseSchema, RunViewSchema, SkillsResponseSchema, ErrorResponseSchema } from "../src/api/schemas.js";
 import { postgresBackend } from "./helpers/backends.js";
-import { call, newKey, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
+import { call, newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
+import { waitFor } from "./helpers/wait.js";
 
 const plan1 = { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: { n: 1 } } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a.n" } } }] };
 
@@ -82,9 +83,9 @@ describe(`REST API on ${postgresBackend.name}`, () => {
     expect(Date.parse(view.createdAt)).toBeGreaterThan(Date.now() - 60_000);
     expect(r.headers.get("location")).toBe(`/api/tool-chains/runs/${view.runId}`);
     await gates.untilEntered("g1");
-    await until(async () => (await get(r.headers.get("location")!)).body.steps[0].status === "running");
+    await waitFor(async () => (await get(r.headers.get("location")!)).body.steps[0].status === "running", { what: "step a running" });
     gates.open("g1");
-    await until(async () => (await get(`/api/tool-chains/runs/${view.runId}`)).body.status === "completed");
+    await waitFor(async () => (await get(`/api/tool-chains/runs/${view.runId}`)).body.status === "completed", { what: "run completed" });
   });
 
   test("invalid plans answer 400 with the validation code and create no run", async () => {

@@ -6,6 +6,7 @@ import type { RunEvent, RunView } from "../src/index.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
 import { settle, stepOf } from "./helpers/run.js";
+import { waitFor } from "./helpers/wait.js";
 
 const step = stepOf;
 
@@ -136,10 +137,10 @@ describe.each(backends)("confirmation on $name", (backend) => {
     const reading = (async () => {
       for await (const e of h.events) events.push(e);
     })();
-    while (!events.some((e) => e.type === "step_waiting_confirmation")) await new Promise((r) => setTimeout(r, 2));
+    await waitFor(() => events.some((e) => e.type === "step_waiting_confirmation"), { what: "pub waiting for confirmation" });
     const again = await rt.confirm(h.runId, { stepId: "pub", decision: "approve" });
     expect(again.runId).toBe(h.runId);
-    while (!events.some((e) => e.type === "step_completed" && e.stepId === "pub")) await new Promise((r) => setTimeout(r, 2));
+    await waitFor(() => events.some((e) => e.type === "step_completed" && e.stepId === "pub"), { what: "pub completed while slow still runs" });
     expect(ledger.log).toEqual(["publish:now"]);
     expect(events.some((e) => e.type === "step_completed" && e.stepId === "slow")).toBe(false);
     gates.open("slow");

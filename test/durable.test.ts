@@ -3,19 +3,15 @@
  * racing duplicate decisions, retention.
  */
 import { afterEach, describe, expect, test } from "vitest";
+import type { MemorySaver } from "@langchain/langgraph";
 import type { RunEvent, RunView } from "../src/index.js";
+import type { Runtime } from "../src/runtime/runtime.js";
+import type { Database } from "../src/store/db.js";
 import { backfill } from "../src/runtime/driver.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
 import { settle } from "./helpers/run.js";
-
-const until = async (pred: () => Promise<boolean> | boolean, ms = 10_000) => {
-  const t0 = Date.now();
-  while (!(await pred())) {
-    if (Date.now() - t0 > ms) throw new Error("condition not reached");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+import { waitFor } from "./helpers/wait.js";
 
 describe.each(backends)("durable runs on $name", (backend) => {
   const closers: (() => Promise<void>)[] = [];
@@ -96,9 +92,9 @@ describe.each(backends)("durable runs on $name", (backend) => {
         { stepId: "pub", skillName: "test.publish", arguments: { title: "remote" } },
       ],
     });
-    await until(async () => (await pair.b.store.getRow(h.runId))?.pendingConfirmations.length === 1);
+    await waitFor(async () => (await pair.b.store.getRow(h.runId))?.pendingConfirmations.length === 1, { what: "pending confirmation visible to process b" });
     await pair.b.confirm(h.runId, { stepId: "pub", decision: "approve" });
-    await until(() => ledger.total() === 1);
+    await waitFor(() => ledger.total() === 1, { what: "the publish effect" });
     expect(ledger.log).toEqual(["publish:remote"]);
     gates.open("slow");
     const view = await h.result;
@@ -119,17 +115,41 @@ describe.each(backends)("durable runs on $name", (backend) => {
     expect((await pair.a.getRun(view.runId)).status).toBe("completed");
   });
 
-  test("retention prunes checkpoints of finished runs; the history still answers", async () => {
-    const o = await backend.open();
+  test("retention prunes checkpoints of finished runs (gone from the tables); waiting and young runs keep theirs; the history still answers", async () => {
+    const o = await backend.open({ skills: [approvalSkill(new EffectLedger())] });
     closers.push(o.close);
-    const { view } = await settle(o.runtime.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "kept" } }] }));
-    const before = await o.runtime.getRun(view.runId);
-    const pruned = await o.runtime.pruneCheckpoints({ olderThanMs: -1_000 });
-    expect(pruned).toEqual([view.runId]);
-    expect(await o.runtime.pruneCheckpoints({ olderThanMs: -1_000 })).toEqual([]);
-    const after = await o.runtime.getRun(view.runId);
+    const old = (await settle(o.runtime.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "kept" } }] }))).view;
+    const waiting = (await settle(o.runtime.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "held" } }] }))).view;
+    expect(waiting.status).toBe("waiting_confirmation");
+    const cutoff = Date.now();
+    await waitFor(() => Date.now() > cutoff + 50, { what: "the clock passing the cutoff" });
+    const young = (await settle(o.runtime.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "young" } }] }))).view;
+    for (const id of [old.runId, waiting.runId, young.runId]) expect(await checkpointCount(o, id), id).toBeGreaterThan(0);
+    const before = await o.runtime.getRun(old.runId);
+
+    const pruned = await o.runtime.pruneCheckpoints({ olderThanMs: Date.now() - cutoff });
+    expect(pruned).toEqual([old.runId]);
+    expect(await o.runtime.pruneCheckpoints({ olderThanMs: Date.now() - cutoff })).toEqual([]);
+    // the pruned run's checkpoints are gone (checkpoints, blobs and writes); the others keep theirs
+    expect(await checkpointCount(o, old.runId)).toBe(0);
+    expect(await checkpointCount(o, waiting.runId)).toBeGreaterThan(0);
+    expect(await checkpointCount(o, young.runId)).toBeGreaterThan(0);
+    // the history still answers for the pruned run, and the waiting run can still be resumed
+    const after = await o.runtime.getRun(old.runId);
     expect(after.status).toBe("completed");
     expect(after.steps.map((s) => [s.stepId, s.status, s.output])).toEqual(before.steps.map((s) => [s.stepId, s.status, s.output]));
-    expect((await o.runtime.events(view.runId)).at(-1)!.type).toBe("run_completed");
+    expect((await o.runtime.events(old.runId)).at(-1)!.type).toBe("run_completed");
+    expect((await settle(await o.runtime.confirm(waiting.runId, { stepId: "pub", decision: "approve" }))).view.status).toBe("completed");
   });
 });
+
+/** Rows the checkpointer holds for a run (its thread): Postgres tables, or the MemorySaver's maps. */
+async function checkpointCount(o: { runtime: Runtime; db?: Database; schema?: string }, runId: string): Promise<number> {
+  if (o.db) {
+    let n = 0;
+    for (const t of ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]) n += Number((await o.db.pool.query(`SELECT count(*) FROM "${o.schema}".${t} WHERE thread_id = $1`, [runId])).rows[0].count);
+    return n;
+  }
+  const saver = o.runtime["checkpointer"] as unknown as MemorySaver;
+  return Object.keys(saver.storage[runId] ?? {}).length + Object.keys(saver.writes).filter((k) => k.includes(`"${runId}"`)).length;
+}

@@ -5,6 +5,7 @@ import { describe, expect, test } from "vitest";
 import { createRuntime, type RunEvent, type RunView } from "../src/index.js";
 import { ConcurrencyProbe, EffectLedger, effectSkill, Gates, gateSkill, probeSkill } from "./helpers/skills.js";
 import { settle, stepOf } from "./helpers/run.js";
+import { waitFor } from "./helpers/wait.js";
 
 const step = stepOf;
 const noRetry = { maxAttempts: 1 } as const;
@@ -343,7 +344,7 @@ describe("cancellation", () => {
     const reading = (async () => {
       for await (const e of h.events) events.push(e);
     })();
-    while (!events.some((e) => e.type === "step_started" && e.stepId === "long")) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => events.some((e) => e.type === "step_started" && e.stepId === "long"), { what: "step long started" });
     const t0 = Date.now();
     await rt.cancel(h.runId, "user changed their mind");
     const view = await h.result;

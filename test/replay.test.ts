@@ -65,7 +65,7 @@ describe("replay of the scheduler node", () => {
           if (e.type === "step_completed" && e.stepId === "y") ctl.abort(new Error("simulated crash"));
         }
       })(),
-    ).rejects.toThrow();
+    ).rejects.toThrow("simulated crash");
     expect(seen).toEqual(["z", "w", "x", "y"]);
 
     // Replay from the checkpoint: the scheduler node runs again from its start.

@@ -8,6 +8,7 @@ import { openRuntime } from "../src/runtime/open.js";
 import { serverUrl } from "./helpers/backends.js";
 import { sharedStorage, spawnChild, type Child } from "./helpers/child.js";
 import { effectSkills } from "./fixtures/effect-skills.js";
+import { waitFor } from "./helpers/wait.js";
 
 describe.runIf(serverUrl)("two worker processes on one server Postgres", () => {
   const st = serverUrl ? sharedStorage() : undefined;
@@ -36,26 +37,27 @@ describe.runIf(serverUrl)("two worker processes on one server Postgres", () => {
       });
       runIds.push(runId);
     }
-    const w1 = spawnChild(st!, ["worker"]);
-    const w2 = spawnChild(st!, ["worker"]);
+    // each worker holds at most 10 runs, so neither can take all 50: both get work whatever
+    // order they start in, and the one killed holds runs mid-execution
+    const w1 = spawnChild(st!, ["worker"], { WORKER_MAX_ACTIVE: "10" });
+    const w2 = spawnChild(st!, ["worker"], { WORKER_MAX_ACTIVE: "10" });
     children.push(w1, w2);
     await Promise.all([w1.waitFor((l) => "worker" in l), w2.waitFor((l) => "worker" in l)]);
     const pid1 = w1.proc.pid!;
 
     const completed = async () => Number((await api.db.pool.query(`SELECT count(*) FROM "${st!.schema}".tool_chain_runs WHERE status = 'completed'`)).rows[0].count);
     // kill worker 1 once it has done real work and runs are still pending
-    for (;;) {
-      const mine = Number((await api.db.pool.query(`SELECT count(*) FROM ${effects} WHERE pid = $1`, [pid1])).rows[0].count);
-      if (mine >= 10) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(async () => Number((await api.db.pool.query(`SELECT count(*) FROM ${effects} WHERE pid = $1`, [pid1])).rows[0].count) >= 10, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      what: "worker 1 recorded 10 effects",
+    });
     w1.proc.kill("SIGKILL");
     await w1.exited;
     const killedAt = Date.now();
     expect(await completed()).toBeLessThan(50);
 
-    const deadline = Date.now() + 90_000;
-    while ((await completed()) < 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await waitFor(async () => (await completed()) === 50, { timeoutMs: 90_000, intervalMs: 100, what: "all 50 runs completed by the survivor" });
     const { rows: statuses } = await api.db.pool.query(`SELECT status, count(*)::int AS n FROM "${st!.schema}".tool_chain_runs GROUP BY status`);
     expect(statuses).toEqual([{ status: "completed", n: 50 }]);
 

@@ -15,23 +15,43 @@ describe("langgraph.json graph", () => {
     expect(cfg.graphs.toolchain).toBe("./graphs/toolchain.ts:graph");
     expect(Object.keys(graph.nodes).sort()).toEqual(["__start__", "approval", "compensation", "observer", "planner", "rollback_approval", "scheduler"]);
     // Studio's server injects its own checkpointer; do the same here
-    graph.checkpointer = new MemorySaver();
-    const out = await graph.invoke(
-      {
-        runId: "studio-1",
-        plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 2 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } } }] } as never,
-        context: {},
-        createdAt: new Date().toISOString(),
-      },
-      { configurable: { thread_id: "studio-1" } },
-    );
+    const checkpointer = new MemorySaver();
+    graph.checkpointer = checkpointer;
+    const config = { configurable: { thread_id: "studio-1" } };
+    // b fails its first attempt and succeeds on the second: two attempts, two tasks
+    const input = {
+      runId: "studio-1",
+      plan: {
+        steps: [
+          { stepId: "a", skillName: "core.pass", arguments: { value: 2 } },
+          { stepId: "b", skillName: "core.fail", dependsOn: ["a"], arguments: { untilAttempt: 2, value: { $ref: "steps.a" } }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+        ],
+      } as never,
+      context: {},
+      createdAt: new Date().toISOString(),
+    };
+    const started: string[] = [];
+    const finished: [string, unknown][] = [];
+    for await (const [mode, chunk] of await graph.stream(input, { ...config, streamMode: ["tasks", "values"] })) {
+      if (mode !== "tasks") continue;
+      const t = chunk as { name: string; input?: unknown; result?: unknown };
+      if ("input" in t) started.push(t.name);
+      else finished.push([t.name, t.result]);
+    }
+    const out = (await graph.getState(config)).values;
     expect(out.status).toBe("completed");
     expect(out.steps.b!.output).toBe(2);
-    // each step attempt is a task under the scheduler node
-    const history = [];
-    for await (const s of graph.getStateHistory({ configurable: { thread_id: "studio-1" } })) history.push(s);
-    const schedulerStep = history.find((h) => h.tasks.some((t) => t.name === "scheduler"));
-    expect(schedulerStep).toBeDefined();
+    // Studio's task list: the nodes, and under the scheduler one task per step attempt
+    expect(started).toEqual(["planner", "scheduler", "step.a#a1", "step.b#a1", "step.b#a2", "observer"]);
+    expect(finished.map(([n]) => n)).toEqual(["planner", "step.a#a1", "step.b#a1", "step.b#a2", "scheduler", "observer"]);
+    // each attempt's result is saved in the scheduler node's checkpoint (durable per attempt)
+    const saved: unknown[] = [];
+    for await (const c of checkpointer.list(config)) for (const w of c.pendingWrites ?? []) if (w[1] === "__return__") saved.push(w[2]);
+    expect(saved).toEqual([
+      expect.objectContaining({ ok: true, output: 2 }),
+      expect.objectContaining({ ok: false, error: expect.objectContaining({ code: "EXECUTION_FAILED" }) }),
+      expect.objectContaining({ ok: true, output: 2 }),
+    ]);
   });
 });
 

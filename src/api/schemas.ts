@@ -123,6 +123,8 @@ export const StepViewSchema = z.object({
   usedFallback: z.boolean(),
   retrySuppressed: z.string().nullable(),
   rollback: z.object({ status: z.enum(Object.values(RollbackStatus) as [RollbackStatus, ...RollbackStatus[]]), error: StepErrorSchema.nullable() }).nullable(),
+  /** While the step waits for a serial key or resource held by other steps (in any run of the workspace). */
+  waitingFor: z.union([z.object({ serialKey: z.string() }), z.object({ resource: z.string() })]).nullable(),
 });
 
 export const PendingConfirmationSchema = z.looseObject({
@@ -183,7 +185,7 @@ export const SkillManifestEntrySchema = z.object({
   sideEffects: z.enum(["none", "read", "write", "external"]),
   idempotent: z.boolean(),
   parallelSafe: z.boolean(),
-  resource: z.object({ name: z.string(), limit: z.number().int() }).optional(),
+  resource: z.object({ name: z.string(), limit: z.number().int(), perSecond: z.number().int().optional() }).optional(),
   requiresConfirmation: z.union([z.boolean(), z.literal("conditional")]),
   compensable: z.boolean(),
   previewable: z.boolean(),

@@ -9,6 +9,8 @@ export const EventType = {
   step_started: "step_started",
   step_completed: "step_completed",
   step_retrying: "step_retrying",
+  /** the step waits for a serial key or resource held by other steps (data.waitingFor); it has not started */
+  step_waiting_for_limit: "step_waiting_for_limit",
   step_waiting_confirmation: "step_waiting_confirmation",
   step_confirmed: "step_confirmed",
   step_failed: "step_failed",

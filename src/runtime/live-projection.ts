@@ -7,11 +7,14 @@ import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { Decision } from "../../graphs/state.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { StepStatus } from "../kernel/status.js";
+import type { WaitingFor } from "../kernel/limits.js";
 import { project } from "../store/projection.js";
 
 export class LiveProjection {
   readonly status = new Map<string, StepStatus>();
   readonly pending = new Map<string, PendingConfirmation>();
+  /** Steps waiting for a serial key or resource right now. */
+  readonly waitingFor = new Map<string, WaitingFor>();
   /** Decisions handed to the live scheduler, for duplicate detection. */
   readonly decided = new Map<string, Decision>();
 
@@ -20,6 +23,10 @@ export class LiveProjection {
   }
 
   apply(e: RunEvent): void {
+    if (e.stepId !== undefined) {
+      if (e.type === "step_waiting_for_limit") this.waitingFor.set(e.stepId, e.data.waitingFor as WaitingFor);
+      else this.waitingFor.delete(e.stepId);
+    }
     const p = project([e], [...this.pending.values()]);
     for (const s of p.steps) if (s.status) this.status.set(s.stepId, s.status);
     this.pending.clear();

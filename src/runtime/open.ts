@@ -7,12 +7,13 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { compiledPlanCache } from "../../graphs/env.js";
 import { openDatabase, type Database } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
+import { PgLimits } from "../store/limits-store.js";
 import { PgRunStore } from "../store/pg-run-store.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { Planner, plannerConfigFromEnv } from "../planner/index.js";
 import { modelTaskSplitter } from "../planner/task-splitter.js";
 import { migrateQTable, PgTableStore, qtableSkills, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
-import { Runtime, type RuntimeOptions } from "./runtime.js";
+import { defaultOwner, Runtime, type RuntimeOptions } from "./runtime.js";
 
 export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" | "store"> {
   databaseUrl?: string;
@@ -63,9 +64,12 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
       }
     }
     const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
+    const owner = opts.owner ?? defaultOwner();
+    // serial keys and resources hold across every process on this database
+    const limits = opts.limits ?? new PgLimits(db, { owner, leaseTtlMs });
     const planBytes = process.env.TOOLCHAIN_PLAN_CACHE_BYTES ? Number(process.env.TOOLCHAIN_PLAN_CACHE_BYTES) : undefined;
     const env = planBytes !== undefined && opts.env?.compiledPlans === undefined ? { ...opts.env, compiledPlans: compiledPlanCache(planBytes) } : opts.env;
-    const runtime = new Runtime({ ...opts, skills, env, leaseTtlMs, checkpointer: saver, store: new PgRunStore(db) });
+    const runtime = new Runtime({ ...opts, skills, env, owner, leaseTtlMs, limits, checkpointer: saver, store: new PgRunStore(db) });
     return {
       runtime,
       db,
@@ -73,6 +77,7 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
       tables,
       async close() {
         await runtime.drain();
+        await limits.close();
         await db.close();
       },
     };

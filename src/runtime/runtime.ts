@@ -25,6 +25,8 @@ import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, startDrive, type Drive, type Graph } from "./driver.js";
+import { MemoryLimits } from "../store/memory-limits.js";
+import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { buildRunView, type RunView } from "./view.js";
 import type { RunRow } from "../store/run-store.js";
 
@@ -51,6 +53,11 @@ export interface RuntimeOptions {
   planner?: PlannerOptions | Planner;
   /** Bounded re-drives of a run whose drive throws (see README, Durability). */
   driveRetry?: Partial<DriveRetryPolicy>;
+  /**
+   * Coordinates serial keys and resources between runs. @default in-process limits shared by every
+   * Runtime over the same store (openRuntime passes Postgres limits shared by every process)
+   */
+  limits?: LimitCoordinator;
 }
 
 export interface RunOptions {
@@ -115,11 +122,11 @@ export class Runtime {
     this.store = opts.store ?? new MemoryRunStore(now);
     // options given in code override the environment's (TOOLCHAIN_PLANNER_MODEL, OPENAI_BASE_URL, ...)
     const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
-    this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), ...opts.env });
+    this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
     this.graph = compileToolchainGraph(this.env, this.checkpointer);
     this.allowSkill = opts.allowSkill;
-    this.owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.decisionPollMs = opts.decisionPollMs ?? 200;
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
@@ -400,7 +407,10 @@ export class Runtime {
       }
       return view;
     }
-    for (const s of view.steps) s.status = local.live.status.get(s.stepId) ?? s.status;
+    for (const s of view.steps) {
+      s.status = local.live.status.get(s.stepId) ?? s.status;
+      s.waitingFor = local.live.waitingFor.get(s.stepId) ?? null;
+    }
     view.pendingConfirmations = [...local.live.pending.values()];
     if (!TERMINAL_RUN.has(view.status)) view.status = "running";
     return view;
@@ -588,6 +598,35 @@ export class Runtime {
     if (isLeaseLost(e)) return this.follow(runId).result;
     throw e;
   }
+}
+
+/** A process identity for leases: hostname:pid:random. */
+export function defaultOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
+
+/** Runtimes sharing a store share in-process limits (like processes sharing a database). */
+const memoryLimits = new WeakMap<RunStore, MemoryLimits>();
+function memoryLimitsFor(store: RunStore): MemoryLimits {
+  let l = memoryLimits.get(store);
+  if (!l) memoryLimits.set(store, (l = new MemoryLimits()));
+  return l;
+}
+
+function runLimits(coordinator: LimitCoordinator, store: RunStore): RunLimits {
+  const ws = new Map<string, string>();
+  return {
+    coordinator,
+    async workspaceOf(runId) {
+      let w = ws.get(runId);
+      if (w === undefined) {
+        w = (await store.getRow(runId))?.workspaceId ?? "default";
+        if (ws.size >= 10_000) ws.clear();
+        ws.set(runId, w);
+      }
+      return w;
+    },
+  };
 }
 
 export function createRuntime(opts: RuntimeOptions = {}): Runtime {

@@ -2,6 +2,7 @@
 import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
 import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
 import type { StepError } from "../kernel/errors.js";
+import type { WaitingFor } from "../kernel/limits.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { exportPlanGraph, type PlanGraph } from "../plan/graph-export.js";
 import type { ToolChainPlan } from "../plan/schema.js";
@@ -20,6 +21,8 @@ export interface StepView {
   usedFallback: boolean;
   retrySuppressed: string | null;
   rollback: { status: RollbackStatus; error: StepError | null } | null;
+  /** Set while the step waits for a serial key or resource held by other steps (it has not started). */
+  waitingFor: WaitingFor | null;
 }
 
 export interface RunView {
@@ -61,6 +64,7 @@ export function buildRunView(state: RunState): RunView {
       usedFallback: r.usedFallback ?? false,
       retrySuppressed: r.retrySuppressed ?? null,
       rollback: r.rollback ? { status: r.rollback, error: r.rollbackError ?? null } : null,
+      waitingFor: null,
     };
   });
   const terminal = ["completed", "failed", "cancelled", "rolled_back", "rollback_failed"].includes(s.status);

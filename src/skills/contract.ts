@@ -52,12 +52,16 @@ export interface Skill<I = any, O = any> {
   sideEffects: SideEffects;
   /** Executing twice with the same idempotency key has the effect of executing once. */
   idempotent: boolean;
-  /** false: at most one step of this skill runs at a time within a run. @default true */
+  /** false: at most one step of this skill runs at a time, in every run of the workspace. @default true */
   parallelSafe?: boolean;
-  /** Steps whose serial keys are equal never overlap. */
+  /** Steps whose serial keys are equal never overlap, in any run of the workspace, in any process. */
   serialKey?(args: I): string | undefined;
-  /** A named concurrency group shared by every skill naming it (e.g. a provider's rate limit). */
-  resource?: { name: string; limit: number };
+  /**
+   * A named concurrency group shared by every skill naming it, across the runs of a workspace (e.g.
+   * a provider's limits): at most `limit` steps at once, and at most `perSecond` starts in any
+   * rolling second when set.
+   */
+  resource?: { name: string; limit: number; perSecond?: number };
   requiresConfirmation?: boolean | ((args: I) => boolean);
   /** What the step would do, computed without side effects; shown to the approver. */
   preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;

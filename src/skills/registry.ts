@@ -9,7 +9,7 @@ export interface SkillManifestEntry {
   sideEffects: Skill["sideEffects"];
   idempotent: boolean;
   parallelSafe: boolean;
-  resource?: { name: string; limit: number };
+  resource?: { name: string; limit: number; perSecond?: number };
   requiresConfirmation: boolean | "conditional";
   compensable: boolean;
   previewable: boolean;
@@ -33,6 +33,9 @@ export class SkillRegistry {
     if (this.skills.has(skill.name)) throw new TypeError(`Skill "${skill.name}" is already registered`);
     if (skill.resource && !(Number.isInteger(skill.resource.limit) && skill.resource.limit > 0)) {
       throw new TypeError(`Expected resource.limit of skill "${skill.name}" to be a positive integer, got ${skill.resource.limit}`);
+    }
+    if (skill.resource?.perSecond !== undefined && !(Number.isInteger(skill.resource.perSecond) && skill.resource.perSecond > 0)) {
+      throw new TypeError(`Expected resource.perSecond of skill "${skill.name}" to be a positive integer, got ${skill.resource.perSecond}`);
     }
     this.skills.set(skill.name, skill);
     return this;

@@ -109,6 +109,69 @@ export function migrations(db: Pick<Database, "schema">): string[] {
     // start) or "created" (`keys create`, the dev key: never touched by the configuration)
     `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN source text NOT NULL DEFAULT 'created';
     UPDATE ${t("tool_chain_api_keys")} SET source = 'configured' WHERE label = 'configured';`,
+    // 6: limits across runs and processes (src/store/limits-store.ts): holders with leases, a FIFO
+    // of waiters (a waiter that stops renewing drops out), recent starts for perSecond rates, and
+    // one function that tries to take a limit in a single round trip
+    `CREATE TABLE ${t("tool_chain_limit_holders")} (
+      limit_key text NOT NULL,
+      holder_id text NOT NULL,
+      owner text NOT NULL,
+      run_id text NOT NULL,
+      step_id text NOT NULL,
+      acquired_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      expires_at timestamptz NOT NULL,
+      PRIMARY KEY (limit_key, holder_id)
+    );
+    CREATE INDEX tool_chain_limit_holders_owner ON ${t("tool_chain_limit_holders")} (owner);
+    CREATE TABLE ${t("tool_chain_limit_waiters")} (
+      limit_key text NOT NULL,
+      holder_id text NOT NULL,
+      owner text NOT NULL,
+      seq bigserial NOT NULL,
+      expires_at timestamptz NOT NULL,
+      PRIMARY KEY (limit_key, holder_id)
+    );
+    CREATE INDEX tool_chain_limit_waiters_fifo ON ${t("tool_chain_limit_waiters")} (limit_key, seq);
+    CREATE INDEX tool_chain_limit_waiters_owner ON ${t("tool_chain_limit_waiters")} (owner);
+    CREATE TABLE ${t("tool_chain_limit_starts")} (limit_key text NOT NULL, started_at timestamptz NOT NULL);
+    CREATE INDEX tool_chain_limit_starts_key ON ${t("tool_chain_limit_starts")} (limit_key, started_at);
+    -- 0: taken; -1: wait for a release; n > 0: the rate window opens in n ms
+    CREATE FUNCTION ${t("tool_chain_limit_try")}(p_key text, p_holder text, p_owner text, p_run text, p_step text, p_limit int, p_per_second int, p_ttl_ms int)
+    RETURNS int LANGUAGE plpgsql AS $fn$
+    DECLARE
+      v_now timestamptz := clock_timestamp();
+      v_ttl interval := p_ttl_ms * interval '1 millisecond';
+      v_seq bigint;
+      v_held int;
+      v_ahead int;
+      v_starts int;
+      v_oldest timestamptz;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(hashtext('tool_chain_limit'), hashtext(p_key));
+      DELETE FROM ${t("tool_chain_limit_holders")} WHERE limit_key = p_key AND expires_at < v_now;
+      DELETE FROM ${t("tool_chain_limit_waiters")} WHERE limit_key = p_key AND expires_at < v_now;
+      INSERT INTO ${t("tool_chain_limit_waiters")} (limit_key, holder_id, owner, expires_at) VALUES (p_key, p_holder, p_owner, v_now + v_ttl)
+        ON CONFLICT (limit_key, holder_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+        RETURNING seq INTO v_seq;
+      SELECT count(*) INTO v_held FROM ${t("tool_chain_limit_holders")} WHERE limit_key = p_key;
+      SELECT count(*) INTO v_ahead FROM ${t("tool_chain_limit_waiters")} WHERE limit_key = p_key AND seq < v_seq;
+      IF v_held + v_ahead >= p_limit THEN
+        RETURN -1;
+      END IF;
+      IF p_per_second IS NOT NULL THEN
+        DELETE FROM ${t("tool_chain_limit_starts")} WHERE limit_key = p_key AND started_at <= v_now - interval '1 second';
+        SELECT count(*) INTO v_starts FROM ${t("tool_chain_limit_starts")} WHERE limit_key = p_key;
+        IF v_starts >= p_per_second THEN
+          SELECT started_at INTO v_oldest FROM ${t("tool_chain_limit_starts")} WHERE limit_key = p_key ORDER BY started_at DESC OFFSET p_per_second - 1 LIMIT 1;
+          RETURN greatest(1, ceil(extract(epoch FROM (v_oldest + interval '1 second' - v_now)) * 1000))::int;
+        END IF;
+        INSERT INTO ${t("tool_chain_limit_starts")} (limit_key, started_at) VALUES (p_key, v_now);
+      END IF;
+      DELETE FROM ${t("tool_chain_limit_waiters")} WHERE limit_key = p_key AND holder_id = p_holder;
+      INSERT INTO ${t("tool_chain_limit_holders")} (limit_key, holder_id, owner, run_id, step_id, expires_at) VALUES (p_key, p_holder, p_owner, p_run, p_step, v_now + v_ttl);
+      RETURN 0;
+    END
+    $fn$;`,
   ];
 }
 

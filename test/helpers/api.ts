@@ -2,6 +2,7 @@
  * The API on a real port over a real runtime (Postgres: embedded, or the server at DATABASE_URL),
  * with two workspaces, and small HTTP/SSE clients built on fetch.
  */
+import { waitFor } from "./wait.js";
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { cachedAuthenticator } from "../../src/api/auth.js";
@@ -22,11 +23,18 @@ export interface ApiUnderTest {
   close(): Promise<void>;
 }
 
+/**
+ * Test servers poll their own API in tight loops: far more than the default 600 requests a
+ * minute. They get this limit instead, so a 429 never surfaces as a confusing failure elsewhere
+ * (the rate-limit test passes its own `limits`).
+ */
+export const TEST_REQUESTS_PER_MINUTE = 1_000_000;
+
 /** Serve `runtime` (its storage `db`, if any) on 127.0.0.1:<random>. */
 export async function serveApi(runtime: Runtime, db: Database | undefined, opts: Partial<AppOptions> & { access?: AccessStore; redisUrl?: string } = {}): Promise<ApiUnderTest> {
   const access = opts.access ?? (db ? new PgAccessStore(db) : new MemoryAccessStore());
   const live = opts.live ?? (await openLive({ store: runtime.store, db, redisUrl: opts.redisUrl, pollMs: 500 }));
-  const api = createApp({ runtime, auth: cachedAuthenticator(access, 0), live, ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined, onInternalError: (e) => console.error(e), ...opts });
+  const api = createApp({ runtime, auth: cachedAuthenticator(access, 0), live, ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined, onInternalError: (e) => console.error(e), ...opts, limits: { requestsPerMinute: TEST_REQUESTS_PER_MINUTE, ...opts.limits } });
   const server = createServer(api.app);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -136,10 +144,7 @@ export async function collectSse(url: string, o: Parameters<typeof sse>[1] = {})
   return out;
 }
 
-export const until = async (pred: () => Promise<boolean> | boolean, ms = 10_000) => {
-  const t0 = Date.now();
-  while (!(await pred())) {
-    if (Date.now() - t0 > ms) throw new Error("condition not reached");
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** `waitFor` with a boolean predicate and a deadline (kept for the API tests' brevity). */
+export const until = async (pred: () => Promise<boolean> | boolean, ms = 10_000, what = "condition"): Promise<void> => {
+  await waitFor(pred, { timeoutMs: ms, what });
 };

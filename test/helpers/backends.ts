@@ -8,6 +8,7 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openRuntime } from "../../src/runtime/open.js";
 import { MemoryRunStore } from "../../src/store/memory-run-store.js";
 import { PgRunStore } from "../../src/store/pg-run-store.js";
+import { PgLimits } from "../../src/store/limits-store.js";
 import type { Database } from "../../src/store/db.js";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.js";
 
@@ -60,13 +61,16 @@ export const postgresBackend: Backend = {
   async openPair(opts = {}) {
     const schema = freshSchema();
     const o = await openRuntime({ ...opts, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 6 });
-    const b = new Runtime({ ...opts, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b" });
+    // process b shares the database's limits too (openRuntime wires them for a)
+    const limitsB = new PgLimits(o.db, { owner: "process-b" });
+    const b = new Runtime({ ...opts, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b", limits: limitsB });
     return {
       db: o.db,
       a: o.runtime,
       b,
       async close() {
         await Promise.all([o.runtime.drain(), b.drain()]);
+        await limitsB.close();
         if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
         await o.close();
       },

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { defineSkill, type Skill } from "../../src/skills/contract.js";
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { abortableSleep } from "../../skills/core/index.js";
+import { waitFor } from "./wait.js";
 
 /** Counts side effects per idempotency key; compensations likewise. */
 export class EffectLedger {
@@ -117,11 +118,7 @@ export class Gates {
     return this.get(name).p;
   }
   async untilEntered(name: string, timeoutMs = 5_000): Promise<void> {
-    const t0 = Date.now();
-    while (!this.entered.has(name)) {
-      if (Date.now() - t0 > timeoutMs) throw new Error(`gate ${name} never entered`);
-      await new Promise((r) => setTimeout(r, 2));
-    }
+    await waitFor(() => this.entered.has(name), { timeoutMs, intervalMs: 2, what: `gate ${name} entered` });
   }
 }
 
