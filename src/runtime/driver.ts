@@ -145,6 +145,10 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
         configurable: { thread_id: runId },
         streamMode: ["custom"],
         recursionLimit: 1_000_000,
+        // a superstep's checkpoint is saved before the next superstep starts: with "async", a
+        // process killed early in a superstep could lose the previous checkpoint, and the tasks
+        // saved under it (the crash-point suite found completed steps executed again)
+        durability: "sync",
         signal: stop.signal,
       });
       for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
