@@ -122,7 +122,7 @@ describe(`SSE on ${postgresBackend.name}`, () => {
       for await (const m of sse(url, { key })) into.push(m);
     });
     // every client has caught up (it saw f1 start) and now follows live
-    await waitFor(() => got.every((g) => g.some((m) => m.event === "step_started" && m.data.stepId === "f1")), { what: "25 clients caught up" });
+    await waitFor(() => got.every((g) => g.some((m) => m.event === "step_started" && m.data.stepId === "f1")), { what: "25 clients caught up", timeoutMs: 30_000 });
     expect(api.live.feeds.size).toBe(1);
     // from here on, count the store reads for this run: one feed reads once per change for all 25
     // clients (a reader per client would make at least 25 reads for the first change alone)

@@ -120,7 +120,7 @@ describe.runIf(privatePostgresAvailable)("readiness against a real database", ()
       stopped = true;
       const r = await call(srv.url, "GET", "/readyz");
       expect([r.status, r.body.error.code]).toEqual([503, "NOT_READY"]);
-      expect(r.body.error.message).toMatch(/^database not reachable: /);
+      expect(r.body.error.message).toBe("database not reachable"); // the detail goes to the log only
       expect((await call(srv.url, "GET", "/healthz")).status).toBe(200);
     } finally {
       await srv.close().catch(() => undefined);

@@ -78,7 +78,7 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
 
     const sk = await run("skills");
     expect(sk.code).toBe(0);
-    expect(JSON.parse(sk.stdout).map((s: { name: string }) => s.name)).toEqual(["core.pass", "core.wait", "core.fail"]);
+    expect(JSON.parse(sk.stdout).map((s: { name: string }) => s.name)).toEqual(["core.pass", "core.wait", "core.fail", "qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.table.schema.describe", "qtable.task.records.create", "qtable.notify.send"]);
 
     // run: prints the events, then the summary; waiting for a confirmation is a success
     const r = await run("run", good, "--context", '{"table":"t1"}');

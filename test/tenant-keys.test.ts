@@ -44,7 +44,7 @@ describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
     let created: string;
     try {
       expect(await skillsOf(srv.url, k1)).toEqual(["core.pass"]);
-      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait"]);
+      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
       await srv.access.ensureWorkspace("gamma");
       created = (await srv.access.createKey("gamma", { label: "cli" })).key;
     } finally {
@@ -59,7 +59,7 @@ describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
       const run = await call(srv.url, "POST", "/api/tool-chains/run", { key: k1, body: { plan: { steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 1 } }] } } });
       expect(run.status).toBe(200);
       expect((await srv.opened.runtime.store.getRow(run.body.runId))!.workspaceId).toBe("delta");
-      expect(await skillsOf(srv.url, created)).toEqual(["core.fail", "core.pass", "core.wait"]);
+      expect(await skillsOf(srv.url, created)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
       expect(logs.join("\n")).toContain("revoked 1 configured API key(s)");
       expect((await srv.access.listKeys()).map((k) => [k.workspaceId, k.revokedAt === null])).toEqual(expect.arrayContaining([["delta", true], ["beta", false], ["gamma", true]]));
     } finally {
@@ -68,7 +68,7 @@ describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
     // back in the configuration: active again
     srv = await start([{ workspace: "delta", key: k1 }, { workspace: "beta", key: k2 }]);
     try {
-      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait"]);
+      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
       expect(await skillsOf(srv.url, k1)).toEqual(["core.wait"]); // no skills given: allowlist unchanged
     } finally {
       await srv.close();

@@ -1,3 +1,4 @@
+import pg from "pg";
 /**
  * Versioned migrations: an ordered list whose index is the version. Applied on start inside one
  * transaction under an advisory lock, so replicas starting together apply each version once.
@@ -203,12 +204,14 @@ export async function migrate(db: Database, saver?: PostgresSaver): Promise<void
 /** PostgresSaver.setup() is not safe to run from several processes at once: serialise it. */
 async function setupSaver(db: Database, saver: PostgresSaver): Promise<void> {
   if (db.kind === "embedded") return saver.setup(); // one process, one connection
-  const lock = await db.pool.connect();
+  // the lock is held on a connection of its own: saver.setup() needs the pool, which may have one
+  const lock = new pg.Client((db.pool as unknown as { options: pg.ClientConfig }).options);
+  await lock.connect();
   try {
     await lock.query("SELECT pg_advisory_lock($1, hashtext($2))", [LOCK_KEY + 1, db.schema]);
     await saver.setup();
   } finally {
     await lock.query("SELECT pg_advisory_unlock($1, hashtext($2))", [LOCK_KEY + 1, db.schema]).catch(() => undefined);
-    lock.release();
+    await lock.end().catch(() => undefined);
   }
 }
