@@ -34,7 +34,7 @@ export const TEST_REQUESTS_PER_MINUTE = 1_000_000;
 export async function serveApi(runtime: Runtime, db: Database | undefined, opts: Partial<AppOptions> & { access?: AccessStore; redisUrl?: string } = {}): Promise<ApiUnderTest> {
   const access = opts.access ?? (db ? new PgAccessStore(db) : new MemoryAccessStore());
   const live = opts.live ?? (await openLive({ store: runtime.store, db, redisUrl: opts.redisUrl, pollMs: 500 }));
-  const api = createApp({ runtime, auth: cachedAuthenticator(access, 0), live, ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined, onInternalError: (e) => console.error(e), ...opts, limits: { requestsPerMinute: TEST_REQUESTS_PER_MINUTE, ...opts.limits } });
+  const api = createApp({ runtime, auth: cachedAuthenticator(access, 0), live, ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined, onInternalError: (e) => console.error(e), ...opts, limits: { requestsPerMinute: TEST_REQUESTS_PER_MINUTE, streamsPerKey: 1_000, ...opts.limits } });
   const server = createServer(api.app);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
