@@ -1,3 +1,4 @@
+import { applyMigrations } from "../../src/store/migrations.js";
 /**
  * The Postgres TableStore (server or embedded PGlite), in the runtime's schema, with its own
  * versioned migrations (`qtable_migrations`) applied under an advisory lock like the runtime's.
@@ -56,25 +57,7 @@ export function qtableMigrations(db: Pick<Database, "schema">): string[] {
 const LOCK_KEY = 7_310_031; // arbitrary, constant: "qtable migrations"
 
 export async function migrateQTable(db: Database): Promise<void> {
-  const list = qtableMigrations(db);
-  const client = await db.pool.connect();
-  try {
-    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_KEY, db.schema]);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, "qtable_migrations")} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, "qtable_migrations")}`);
-    for (let v = (rows[0]?.v ?? -1) + 1; v < list.length; v++) {
-      await client.query(list[v]!);
-      await client.query(`INSERT INTO ${table(db, "qtable_migrations")} (version) VALUES ($1)`, [v]);
-    }
-    await client.query("COMMIT");
-  } catch (e) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw e;
-  } finally {
-    client.release();
-  }
+  await applyMigrations(db, { lockKey: LOCK_KEY, versionTable: "qtable_migrations", list: qtableMigrations(db) });
 }
 
 interface TableRow {

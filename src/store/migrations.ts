@@ -179,17 +179,26 @@ export function migrations(db: Pick<Database, "schema">): string[] {
 const LOCK_KEY = 7_310_021; // arbitrary, constant: "toolchain migrations"
 
 export async function migrate(db: Database, saver?: PostgresSaver): Promise<void> {
-  const list = migrations(db);
+  await applyMigrations(db, { lockKey: LOCK_KEY, versionTable: "toolchain_migrations", list: migrations(db) });
+  if (saver) await setupSaver(db, saver);
+}
+
+/**
+ * Apply an ordered list of migrations (index = version) in one transaction under an advisory
+ * lock, so several processes can start together. Used by the runtime and by skill packs that
+ * keep their own tables (skills/qtable).
+ */
+export async function applyMigrations(db: Database, o: { lockKey: number; versionTable: string; list: string[] }): Promise<void> {
   const client = await db.pool.connect();
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_KEY, db.schema]);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, "toolchain_migrations")} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, "toolchain_migrations")}`);
-    for (let v = (rows[0]?.v ?? -1) + 1; v < list.length; v++) {
-      await client.query(list[v]!);
-      await client.query(`INSERT INTO ${table(db, "toolchain_migrations")} (version) VALUES ($1)`, [v]);
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [o.lockKey, db.schema]);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, o.versionTable)} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, o.versionTable)}`);
+    for (let v = (rows[0]?.v ?? -1) + 1; v < o.list.length; v++) {
+      await client.query(o.list[v]!);
+      await client.query(`INSERT INTO ${table(db, o.versionTable)} (version) VALUES ($1)`, [v]);
     }
     await client.query("COMMIT");
   } catch (e) {
@@ -198,7 +207,6 @@ export async function migrate(db: Database, saver?: PostgresSaver): Promise<void
   } finally {
     client.release();
   }
-  if (saver) await setupSaver(db, saver);
 }
 
 /** PostgresSaver.setup() is not safe to run from several processes at once: serialise it. */
