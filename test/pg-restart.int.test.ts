@@ -35,7 +35,7 @@ describe.runIf(privatePostgresAvailable)("Postgres restarted mid-run", () => {
     }));
     const h = runtime.run({ steps });
     h.result.catch(() => undefined); // this drive may die with the database; the worker takes over
-    await waitFor(async () => (await runtime.getRun(h.runId)).steps[2]!.status === "running", { timeoutMs: 30_000, what: "s2 running" });
+    await waitFor(async () => (await runtime.getRun(h.runId)).steps[2]!.status === "running", { timeoutMs: 30_000, retryErrors: true, what: "s2 running" });
     pgsrv.restart();
 
     const settled = await waitFor(
