@@ -24,10 +24,17 @@ export const DecisionSchema = z
   })
   .strict();
 
-export const ResumeSchema = z.union([
-  z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict(),
-  z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict(),
-]);
+const DecisionsResumeSchema = z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict();
+const CancelResumeSchema = z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict();
+export const ResumeSchema = z.union([DecisionsResumeSchema, CancelResumeSchema]);
+
+/** The resume value parsed against the branch it claims to be, so an error names the field. */
+export function parseResume(raw: unknown) {
+  const claims = raw && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+  if (claims && "decisions" in claims) return DecisionsResumeSchema.safeParse(raw);
+  if (claims && "cancel" in claims) return CancelResumeSchema.safeParse(raw);
+  return ResumeSchema.safeParse(raw);
+}
 export type ResumeValue = z.infer<typeof ResumeSchema>;
 
 export interface PendingConfirmation {
@@ -47,6 +54,44 @@ export interface ConfirmationInterrupt {
   type: "confirmation";
   runId: string;
   pending: PendingConfirmation[];
+  /** The resume value this interrupt expects, with an example for the first waiting step. */
+  resume: { shape: string; example: unknown };
+  /** Why the previous resume value was refused (nothing of it was applied). */
+  resumeError?: { code: string; message: string };
+}
+
+export const RESUME_SHAPE =
+  "{ decisions: { <stepId>: { decision: 'approve' | 'reject' (in doubt: 'mark_done' with output; failed compensation: 'skip'), arguments?, comment?, round? } } } " +
+  "for any subset of the waiting steps, or { cancel: true, reason? }";
+
+type Checked = { ok: true; value: ResumeValue; decisions: Record<string, Decision> } | { ok: false; error: { code: string; message: string } };
+
+/**
+ * A resume value against what waits. Nothing of a refused value applies: a malformed value, a
+ * step that is not in the plan, or decisions none of which answers a waiting step's round.
+ * Decisions for steps of the plan that no longer wait are stale (e.g. a repeat): ignored when
+ * others apply.
+ */
+function checkResume(raw: unknown, stepIds: ReadonlySet<string>, answer: (id: string, d: Decision) => Decision | undefined): Checked {
+  const parsed = parseResume(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? issue.path.join(".") : "resume";
+    return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `${where}: ${issue?.message ?? "invalid"}; expected ${RESUME_SHAPE}` } };
+  }
+  if ("cancel" in parsed.data) return { ok: true, value: parsed.data, decisions: {} };
+  const unknown = Object.keys(parsed.data.decisions).filter((id) => !stepIds.has(id));
+  if (unknown.length) return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `decisions.${unknown[0]}: no step "${unknown[0]}" in this plan` } };
+  const decisions: Record<string, Decision> = {};
+  for (const [id, d] of Object.entries(parsed.data.decisions)) {
+    const a = answer(id, d);
+    if (a) decisions[id] = a;
+  }
+  if (!Object.keys(decisions).length) {
+    const ids = Object.keys(parsed.data.decisions);
+    return { ok: false, error: { code: ErrorCode.CONFIRMATION_NOT_PENDING, message: ids.length ? `decisions: step "${ids[0]}" is not waiting for this decision (or it names another round)` : "decisions: empty; answer at least one waiting step" } };
+  }
+  return { ok: true, value: parsed.data, decisions };
 }
 
 export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & Partial<Pick<RunState, "rollbackBlocked">>): PendingConfirmation[] {
@@ -91,29 +136,42 @@ export function makeApprovalNode(env: RuntimeEnv) {
       const a = answer(id, d);
       if (a) early[id] = a;
     }
-    const payload: ConfirmationInterrupt = { type: "confirmation", runId: state.runId, pending };
-    let raw: unknown;
-    try {
-      raw = interrupt(payload);
-    } catch (e) {
-      if (!isGraphInterrupt(e)) throw e;
-      if (Object.keys(early).length) return { decisions: early, status: "running" };
-      // keyed by every (step, round) waiting: the same step waiting again in a later round (e.g.
-      // in doubt after a crash) is a new event, a replay of this very wait is not
-      const key = pending.map((p) => `${p.stepId}@${p.round ?? 0}`).join(",");
-      emitter(config, env)(EventType.run_waiting_confirmation, undefined, { pending: pending.map((p) => p.stepId), rounds: Object.fromEntries(rounds) }, key);
-      throw e;
+    const first = pending[0];
+    const payload: ConfirmationInterrupt = {
+      type: "confirmation",
+      runId: state.runId,
+      pending,
+      resume: { shape: RESUME_SHAPE, example: first ? { decisions: { [first.stepId]: { decision: "approve", comment: "looks right" } } } : { decisions: {} } },
+    };
+    const emit = emitter(config, env);
+    // keyed by every (step, round) waiting: the same step waiting again in a later round (e.g.
+    // in doubt after a crash) is a new event, a replay of this very wait is not
+    const waitKey = pending.map((p) => `${p.stepId}@${p.round ?? 0}`).join(",");
+    const stepIds = new Set(state.plan.steps.map((s) => s.stepId));
+    // Each refused resume value raises the interrupt again (the next interrupt of this node), so
+    // a replay of the node walks the same values to the same outcome.
+    let resumeError: ConfirmationInterrupt["resumeError"];
+    for (let i = 0; ; i++) {
+      let raw: unknown;
+      try {
+        raw = interrupt(resumeError ? { ...payload, resumeError } : payload);
+      } catch (e) {
+        if (!isGraphInterrupt(e)) throw e;
+        if (Object.keys(early).length) return { decisions: early, status: "running" };
+        if (!resumeError) emit(EventType.run_waiting_confirmation, undefined, { pending: pending.map((p) => p.stepId), rounds: Object.fromEntries(rounds) }, waitKey);
+        throw e;
+      }
+      const checked = checkResume(raw, stepIds, answer);
+      if (!checked.ok) {
+        resumeError = checked.error;
+        emit(EventType.resume_rejected, undefined, { ...checked.error }, `${waitKey}#${i}`);
+        continue;
+      }
+      if ("cancel" in checked.value) {
+        return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: checked.value.reason ?? "run cancelled" }, status: "running" };
+      }
+      const decisions: Record<string, Decision> = { ...early, ...checked.decisions };
+      return { decisions, status: "running" };
     }
-    const parsed = ResumeSchema.safeParse(raw);
-    if (!parsed.success) return Object.keys(early).length ? { decisions: early, status: "running" } : { status: "waiting_confirmation" }; // the runtime validates first
-    if ("cancel" in parsed.data) {
-      return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: parsed.data.reason ?? "run cancelled" }, status: "running" };
-    }
-    const decisions: Record<string, Decision> = { ...early };
-    for (const [id, d] of Object.entries(parsed.data.decisions)) {
-      const a = answer(id, d);
-      if (a) decisions[id] = a;
-    }
-    return { decisions, status: "running" };
   };
 }

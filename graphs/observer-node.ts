@@ -11,7 +11,7 @@ import type { RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate } from "./state.js";
 
 export function finalStatus(state: Pick<RunState, "steps" | "plan" | "halt" | "status">): RunStatus {
-  // only the planner sets "failed" before this node (the scheduler leaves "running")
+  // only the planner (and a scheduler finding an edited plan invalid) set "failed" before this node
   if (state.status === "failed") return "failed";
   const recs = Object.values(state.steps);
   if (state.halt) {

@@ -13,24 +13,46 @@ import { EventType } from "../src/kernel/events.js";
 import { compilePlanAsync } from "../src/plan/validate.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
+import { seedOf, SEED_KEY, threadIdOf } from "./io.js";
 import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
 
 const hasSteps = (plan: unknown) => Array.isArray((plan as { steps?: unknown } | undefined)?.steps) && (plan as { steps: unknown[] }).steps.length > 0;
 
 export function makePlannerNode(env: RuntimeEnv) {
-  return async function planner(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
+  return async function planner(input: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const emit = emitter(config, env);
     const at = () => new Date(env.now()).toISOString();
+    // Run facts a caller cannot choose come from the runtime's seed (graphs/io.ts); invoked as a
+    // bare LangGraph graph (Studio, the SDK) there is none: the thread is the run.
+    const seed = seedOf(config);
+    const driven = SEED_KEY in (config.configurable ?? {});
+    const runId = input.runId ?? threadIdOf(config) ?? "run";
+    const facts: RunUpdate = {
+      runId,
+      workspaceId: seed.workspaceId ?? input.workspaceId,
+      allowedSkills: seed.allowedSkills !== undefined ? seed.allowedSkills : input.allowedSkills,
+      createdAt: input.createdAt ?? seed.createdAt ?? at(),
+    };
+    const state: RunState = { ...input, ...facts } as RunState;
+    // The runtime records a failure against its run (history, events); a bare graph invocation
+    // ends the LangGraph run in error so Studio shows it red with the code.
+    const fail = (e: unknown): RunUpdate => {
+      if (!driven) {
+        const err = toStepError(e);
+        throw new ToolchainError(err.code, `${err.code}: ${err.message}`, { details: err.details });
+      }
+      return { ...facts, status: "failed", error: toStepError(e), updatedAt: at() };
+    };
     const request = typeof state.request === "string" && state.request.trim() !== "" ? state.request : undefined;
     if (hasSteps(state.plan) || request === undefined) {
       emit(EventType.planning_started, undefined, { source: "given" });
       try {
         if (state.plan === undefined) throw new ToolchainError(ErrorCode.PLAN_INVALID, "the run has neither a plan nor a request to plan");
-        const compiled = await compiledFor(env, state.runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
+        const compiled = await compiledFor(env, runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
         emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
-        return { plan: compiled.plan, status: "running", updatedAt: at() };
+        return { ...facts, plan: compiled.plan, status: "running", updatedAt: at() };
       } catch (e) {
-        return { status: "failed", error: toStepError(e), updatedAt: at() };
+        return fail(e);
       }
     }
 
@@ -38,7 +60,7 @@ export function makePlannerNode(env: RuntimeEnv) {
     emit(EventType.planning_started, undefined, { source: "planner", request, ...(model ? { model } : {}) });
     const allowed = Array.isArray(state.allowedSkills) ? new Set(state.allowedSkills) : undefined;
     // a cancel while the model thinks aborts the call (the run then fails with CANCELLED: nothing ran)
-    const cancel = env.controls.signal(state.runId);
+    const cancel = env.controls.signal(runId);
     const signal = config.signal ? AbortSignal.any([config.signal, cancel]) : cancel;
     try {
       const out = await env.planner.plan({
@@ -51,12 +73,13 @@ export function makePlannerNode(env: RuntimeEnv) {
       });
       const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };
       emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
-      return { plan: out.plan, planning, status: "running", updatedAt: at() };
+      return { ...facts, plan: out.plan, planning, status: "running", updatedAt: at() };
     } catch (e) {
       if (config.signal?.aborted) throw e; // the drive stopped (lease lost, shutdown): plan again on resume
       const error = cancel.aborted ? toStepError(cancel.reason ?? new ToolchainError(ErrorCode.CANCELLED, "cancelled while planning")) : toStepError(e);
       emit(EventType.planning_failed, undefined, { error, ...(model ? { model } : {}) });
-      return { plan: state.plan ?? { goal: request.slice(0, 10_000), steps: [] as never, onFailure: "skip_dependents", rollbackMode: "best_effort" }, status: "failed", error, updatedAt: at() };
+      if (!driven) return fail(error);
+      return { ...facts, plan: state.plan ?? { goal: request.slice(0, 10_000), steps: [] as never, onFailure: "skip_dependents", rollbackMode: "best_effort" }, status: "failed", error, updatedAt: at() };
     }
   };
 }

@@ -63,7 +63,15 @@ export function makeSchedulerNode(env: RuntimeEnv) {
   return async function scheduler(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
     const t0 = env.now();
     const runId = state.runId;
-    const compiled = await compiledFor(env, runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry }));
+    let compiled: Awaited<ReturnType<typeof compilePlanAsync>>;
+    try {
+      compiled = await compiledFor(env, runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry }));
+    } catch (e) {
+      // the plan was validated before the run started; one that no longer validates was edited
+      // in the checkpoint (Studio's "edit state", updateState): end the run with the code
+      // rather than throw and leave the thread stuck at this node
+      return { status: "failed", error: toStepError(e), segmentEnded: false, halt: null, updatedAt: new Date(env.now()).toISOString() };
+    }
     const { plan } = compiled;
     const emit = emitter(config, env);
     const iso = () => new Date(env.now()).toISOString();

@@ -14,7 +14,14 @@ import { makeObserverNode } from "./observer-node.js";
 import { makePlannerNode } from "./planner-node.js";
 import { makeRollbackApprovalNode } from "./rollback-approval-node.js";
 import { makeSchedulerNode } from "./scheduler-node.js";
+import { GraphInputSchema, GraphOutputSchema } from "./io.js";
 import { RunStateAnnotation, type RunState } from "./state.js";
+
+// Named routers: the graph drawing (Studio, getGraph()) and stack traces show these names.
+
+export function afterPlanner(state: RunState): "scheduler" | "observer" {
+  return state.status === "failed" ? "observer" : "scheduler";
+}
 
 export function afterScheduler(state: RunState): "scheduler" | "approval" | "compensation" | "observer" {
   if (state.halt) return "compensation";
@@ -23,8 +30,18 @@ export function afterScheduler(state: RunState): "scheduler" | "approval" | "com
   return "observer";
 }
 
+export function afterCompensation(state: RunState): "rollback_approval" | "observer" {
+  return state.rollbackBlocked ? "rollback_approval" : "observer";
+}
+
+export function afterRollbackApproval(state: RunState): "compensation" | "rollback_approval" {
+  return state.rollbackDecision ? "compensation" : "rollback_approval";
+}
+
 export function buildToolchainGraph(env: RuntimeEnv) {
-  return new StateGraph(RunStateAnnotation)
+  // explicit input and output schemas: only `{ plan | request, context?, memory?, runId? }` of an
+  // input reaches state (graphs/io.ts), and Studio's form is generated from them
+  return new StateGraph({ state: RunStateAnnotation, input: GraphInputSchema, output: GraphOutputSchema })
     .addNode("planner", makePlannerNode(env))
     .addNode("scheduler", makeSchedulerNode(env))
     .addNode("approval", makeApprovalNode(env))
@@ -32,11 +49,11 @@ export function buildToolchainGraph(env: RuntimeEnv) {
     .addNode("rollback_approval", makeRollbackApprovalNode(env))
     .addNode("observer", makeObserverNode(env))
     .addEdge(START, "planner")
-    .addConditionalEdges("planner", (s: RunState) => (s.status === "failed" ? "observer" : "scheduler"), ["scheduler", "observer"])
+    .addConditionalEdges("planner", afterPlanner, ["scheduler", "observer"])
     .addConditionalEdges("scheduler", afterScheduler, ["scheduler", "approval", "compensation", "observer"])
     .addEdge("approval", "scheduler")
-    .addConditionalEdges("compensation", (s: RunState) => (s.rollbackBlocked ? "rollback_approval" : "observer"), ["rollback_approval", "observer"])
-    .addConditionalEdges("rollback_approval", (s: RunState) => (s.rollbackDecision ? "compensation" : "rollback_approval"), ["compensation", "rollback_approval"])
+    .addConditionalEdges("compensation", afterCompensation, ["rollback_approval", "observer"])
+    .addConditionalEdges("rollback_approval", afterRollbackApproval, ["compensation", "rollback_approval"])
     .addEdge("observer", END);
 }
 

@@ -51,7 +51,7 @@ describe("replay of the scheduler node", () => {
       { registry },
     ).plan;
     const config = { configurable: { thread_id: "replay-1" } };
-    const input: Partial<RunState> = { runId: "replay-1", plan, context: {}, memory: {}, status: "queued", createdAt: new Date().toISOString() };
+    const input = { runId: "replay-1", plan, context: {}, memory: {} };
 
     // Drive until late, early and join have finished, then kill the run while "slow" runs.
     const ctl = new AbortController();
@@ -70,7 +70,7 @@ describe("replay of the scheduler node", () => {
 
     // Replay from the checkpoint: the scheduler node runs again from its start.
     round = 2;
-    const final = (await graph.invoke(null, { ...config, streamMode: "values" })) as RunState;
+    const final = (await graph.invoke(null, { ...config, streamMode: "values" })) as unknown as RunState;
     expect(final.status).toBe("completed");
     for (const id of ["x", "y", "z", "w"]) {
       expect(final.steps[id]!.output).toBe(`result-of-${id}`);

@@ -28,7 +28,6 @@ describe("langgraph.json graph", () => {
         ],
       } as never,
       context: {},
-      createdAt: new Date().toISOString(),
     };
     const started: string[] = [];
     const finished: [string, unknown][] = [];

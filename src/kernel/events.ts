@@ -23,6 +23,8 @@ export const EventType = {
   /** strict rollback stopped at a failed compensation: an operator decides (retry / skip / stop) */
   rollback_waiting_decision: "rollback_waiting_decision",
   run_waiting_confirmation: "run_waiting_confirmation",
+  /** a resume value that does not parse or answers no waiting step (LangGraph Studio, the SDK): the interrupt is raised again with the error */
+  resume_rejected: "resume_rejected",
   run_completed: "run_completed",
   run_failed: "run_failed",
 } as const;

@@ -6,7 +6,7 @@
  */
 import { setMaxListeners } from "node:events";
 import { Command } from "@langchain/langgraph";
-import type { RunState } from "../../graphs/state.js";
+import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEvent } from "../kernel/events.js";
@@ -54,7 +54,13 @@ export interface Drive {
 }
 
 
-export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunState> | Command | null, done: () => void): Drive {
+/**
+ * What a drive feeds the graph: a new run's input with the facts only the runtime sets (its
+ * workspace, allowlist, creation time: graphs/io.ts), a resume, or null (continue from the checkpoint).
+ */
+export type DriveInput = { input: GraphInput; seed: RunSeed } | Command | null;
+
+export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, done: () => void): Drive {
   const { graph, store, owner, leaseTtlMs } = deps;
   const events = new Channel<RunEvent>();
   const live = new LiveProjection();
@@ -141,8 +147,9 @@ export function startDrive(deps: DriveDeps, runId: string, input: Partial<RunSta
         ).finally(() => (polling = false));
       }, deps.decisionPollMs);
 
-      const stream = await graph.stream(input as never, {
-        configurable: { thread_id: runId },
+      const fresh = start !== null && !(start instanceof Command);
+      const stream = await graph.stream((fresh ? start.input : start) as never, {
+        configurable: { thread_id: runId, ...(fresh ? { [SEED_KEY]: start.seed } : {}) },
         streamMode: ["custom"],
         recursionLimit: 1_000_000,
         // a superstep's checkpoint is saved before the next superstep starts: with "async", a

@@ -24,7 +24,7 @@ import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
-import { DriveFailedError, isLeaseBusy, isLeaseLost, startDrive, type Drive, type Graph } from "./driver.js";
+import { DriveFailedError, isLeaseBusy, isLeaseLost, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
 import { MemoryLimits } from "../store/memory-limits.js";
 import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { buildRunView, type RunView } from "./view.js";
@@ -215,14 +215,15 @@ export class Runtime {
     // the plan is written by the planner node; until then the run's plan is its request
     const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
     const workspaceId = opts.workspaceId ?? "default";
-    const input: Partial<RunState> = { runId, plan, request, allowedSkills, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
+    // no plan in the graph's input: the planner node plans the request
+    const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now } };
     const created = this.store.createRun({
       runId,
       workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan,
-      context: input.context,
-      memory: input.memory!,
+      context: opts.context ?? {},
+      memory: opts.memory ?? {},
       planningInput: { request, allowedSkills },
     });
     return { runId, input, created };
@@ -235,14 +236,14 @@ export class Runtime {
     rememberCompiled(this.env, runId, compiled);
     const now = new Date(this.env.now()).toISOString();
     const workspaceId = opts.workspaceId ?? "default";
-    const input: Partial<RunState> = { runId, plan: compiled.plan, context: opts.context ?? {}, memory: opts.memory ?? {}, workspaceId, status: "queued", createdAt: now, updatedAt: now };
+    const input: DriveInput = { input: { runId, plan: compiled.plan, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, createdAt: now } };
     const created = this.store.createRun({
       runId,
       workspaceId,
       traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
       plan: compiled.plan,
-      context: input.context,
-      memory: input.memory!,
+      context: opts.context ?? {},
+      memory: opts.memory ?? {},
     });
     return { runId, input, created };
   }
@@ -325,14 +326,14 @@ export class Runtime {
   }
 
   /** The graph input that continues a run from where its checkpoint stands. */
-  private async inputFor(runId: string, row: RunRow): Promise<Partial<RunState> | Command | null> {
+  private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
     const snap = await this.graph.getState({ configurable: { thread_id: runId } });
     if (!(snap.values as Partial<RunState>)?.runId) {
-      const now = new Date(this.env.now()).toISOString();
-      const input: Partial<RunState> = { runId, plan: row.plan, context: row.context, memory: row.memory, workspaceId: row.workspaceId, status: "queued", createdAt: now, updatedAt: now };
+      const createdAt = new Date(this.env.now()).toISOString();
+      const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
       // a run from a request that never started: the planner node plans it
-      if (row.planningInput) Object.assign(input, { request: row.planningInput.request, allowedSkills: row.planningInput.allowedSkills });
-      return input;
+      if (row.planningInput) return { input: { ...base, request: row.planningInput.request }, seed: { workspaceId: row.workspaceId, allowedSkills: row.planningInput.allowedSkills, createdAt } };
+      return { input: { ...base, plan: row.plan }, seed: { workspaceId: row.workspaceId, createdAt } };
     }
     const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
     if (!interrupted) return null;
@@ -540,7 +541,7 @@ export class Runtime {
     return { runId, events, result, release: () => released.abort() };
   }
 
-  private drive(runId: string, input: Partial<RunState> | Command | null, created?: Promise<void>): RunHandle {
+  private drive(runId: string, input: DriveInput, created?: Promise<void>): RunHandle {
     if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
     const deps = {
       graph: this.graph,
