@@ -146,7 +146,7 @@ describe.each(backends)("limits across runs on $name", (backend) => {
       handles.push(h);
       waiters.push(h.runId);
       // the next run arrives only once this one is queued
-      await waitFor(async () => stepOf(await rt.getRun(h.runId), "x").waitingFor !== null, { what: `run ${i} queued`, retryErrors: true, timeoutMs: 60_000 });
+      await waitFor(async () => Boolean(stepOf(await rt.getRun(h.runId), "x").waitingFor), { what: `run ${i} queued`, retryErrors: true, timeoutMs: 60_000 });
     }
     gates.open("hold-fifo");
     await Promise.all([holder, ...handles].map((h) => settle(h)));
