@@ -520,6 +520,16 @@ export function makeSchedulerNode(env: RuntimeEnv) {
     // the durable record must be written from the node's own async context: go through the queue
     const stopListening = env.controls.listen(runId, (id, decision) => queue.push({ kind: "offer", id, decision }));
     runSignal.addEventListener("abort", onCancel, { once: true });
+    // The drive stopped under this node (its lease was lost to another process, or it is shutting
+    // down): stop executing at once. Running skills are aborted and nothing new starts; nothing is
+    // recorded (the new owner continues from the checkpoint, an interrupted effect is in doubt there).
+    const driveSignal = config.signal;
+    const onDriveStop = () => {
+      for (const ctl of stepCtls.values()) ctl.abort(driveSignal!.reason);
+      haltCtl.abort();
+      queue.push({ kind: "wake" });
+    };
+    driveSignal?.addEventListener("abort", onDriveStop, { once: true });
     let deadlineTimer: NodeJS.Timeout | undefined;
     try {
       if (state.halt) haltRun(state.halt, state.error ?? { code: ErrorCode.CANCELLED, message: "run cancelled" });
@@ -536,7 +546,9 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       for (const [id, d] of Object.entries(state.decisions)) if (d && answers(id, d)) applyDecision(id, d);
       for (const [id, d] of env.controls.take(runId)) offered(id, d);
 
+      if (driveSignal?.aborted) onDriveStop();
       for (;;) {
+        if (driveSignal?.aborted) throw driveSignal.reason ?? new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, "the drive stopped");
         if (!halt && !draining) for (const id of sched.start(claimsOf, env.segmentTasks - launched)) launch(id);
         if (launched >= env.segmentTasks) draining = true;
         if (inflight <= 0) break;
@@ -548,6 +560,7 @@ export function makeSchedulerNode(env: RuntimeEnv) {
       // offers that raced with the exit go back to the inbox: the approval node takes them
       for (const item of queue.drain()) if (item.kind === "offer") env.controls.offer(runId, item.id, item.decision);
       runSignal.removeEventListener("abort", onCancel);
+      driveSignal?.removeEventListener("abort", onDriveStop);
     }
 
     const waiting = sched.idsIn("parked").length > 0 && !halt;
