@@ -177,6 +177,7 @@ export function migrations(db: Pick<Database, "schema">): string[] {
 }
 
 const LOCK_KEY = 7_310_021; // arbitrary, constant: "toolchain migrations"
+const SCHEMA_LOCK_KEY = 7_310_020; // creating the schema (any migration list)
 
 export async function migrate(db: Database, saver?: PostgresSaver): Promise<void> {
   await applyMigrations(db, { lockKey: LOCK_KEY, versionTable: "toolchain_migrations", list: migrations(db) });
@@ -191,8 +192,11 @@ export async function migrate(db: Database, saver?: PostgresSaver): Promise<void
 export async function applyMigrations(db: Database, o: { lockKey: number; versionTable: string; list: string[] }): Promise<void> {
   const client = await db.pool.connect();
   try {
-    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await client.query("BEGIN");
+    // CREATE SCHEMA IF NOT EXISTS is not safe against itself (two at once: a unique violation on
+    // pg_namespace); one lock per schema shared by every migration list serialises it
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [SCHEMA_LOCK_KEY, db.schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [o.lockKey, db.schema]);
     await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, o.versionTable)} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, o.versionTable)}`);
