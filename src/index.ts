@@ -49,3 +49,5 @@ export {
   type TokenUsage,
 } from "./planner/index.js";
 export { modelTaskSplitter } from "./planner/task-splitter.js";
+export { createToolChainTools, toolCallRunId, type ToolChainToolsOptions, type RunToolChainOutput, type WaitingAnswer, type ToolChainErrorResult } from "./tools/langchain.js";
+export { ToolChainResumeSchema, type ToolChainInterrupt, type ToolChainResume, type ToolChainDecision, type AgentRunResult, type AgentPendingStep } from "./tools/agent-confirmation.js";

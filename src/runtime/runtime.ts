@@ -483,6 +483,16 @@ export class Runtime {
     };
   }
 
+  /**
+   * A handle on a run wherever it stands: the local drive when it executes here, else one that
+   * waits (through the store) until the run is terminal or waits for a decision, resuming it here
+   * if a recorded decision or cancel has nobody applying it. For callers that must continue a run
+   * they did not start in this call (the agent tool after a LangGraph resume).
+   */
+  attach(runId: string): RunHandle {
+    return this.follow(runId);
+  }
+
   /** Runs executing in this process now. */
   activeRuns(): string[] {
     return [...this.active.keys()];
