@@ -4,6 +4,7 @@
  * the model's tool calls scripted by `fakeModel()`. The runtime is the durable one (embedded
  * PGlite, or DATABASE_URL). Effects are counted per run and step; runs are counted per workspace.
  */
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
@@ -13,8 +14,12 @@ import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { createAgent } from "langchain";
 import { coreSkills, createToolChainTools, Planner, SkillRegistry, toolCallRunId, type ToolChainInterrupt } from "../src/index.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
+import { Runtime } from "../src/runtime/runtime.js";
+import { PgRunStore } from "../src/store/pg-run-store.js";
+import { PgLimits } from "../src/store/limits-store.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, effectSkill } from "./helpers/skills.js";
+import { startMockOpenAi } from "./helpers/openai-mock.js";
 
 type Tools = ReturnType<typeof createToolChainTools>;
 type Invoke = (input: unknown) => Promise<{ messages: BaseMessage[]; __interrupt__?: { value: unknown }[] }>;
@@ -58,12 +63,13 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
   let o: OpenedRuntime;
   let schema: string;
   let ledger: EffectLedger;
+  let registry: SkillRegistry;
   /** request text → the plan the scripted planner model writes for it */
   const scripted = new Map<string, unknown>();
 
   beforeAll(async () => {
     ledger = new EffectLedger();
-    const registry = new SkillRegistry([...coreSkills, approvalSkill(ledger), effectSkill(ledger)]);
+    registry = new SkillRegistry([...coreSkills, approvalSkill(ledger), effectSkill(ledger)]);
     const planner = new Planner({
       registry,
       model: {
@@ -309,6 +315,94 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     expect([effects(ask!.runId, "write"), undos(ask!.runId, "write"), effects(ask!.runId, "pub")]).toEqual([1, 1, 0]);
   });
 
+  test("a step answered elsewhere meanwhile: the stale decision is refused (resumeError), the other step is asked again", async () => {
+    const ws = `ws-elsewhere-${freshSchema()}`;
+    const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
+    const model = fakeModel()
+      .respondWithTools([{ name: "run_tool_chain", args: { plan: twoApprovals("shared") }, id: "call_elsewhere" }])
+      .respond((messages) => new AIMessage(`done: ${lastToolJson(messages).status}`));
+    const invoke = graphs[0]!.build(model, tools);
+    const [ask] = interruptsOf(await invoke({ messages: [new HumanMessage("publish shared twice")] }));
+    const runId = ask!.runId;
+    // someone approves pubA through the API (same durable path) while the agent's question is open
+    await (await o.runtime.confirm(runId, { stepId: "pubA", decision: "approve", round: 0 })).result;
+    expect(effects(runId, "pubA")).toBe(1);
+    // the agent's user, looking at the old question, rejects pubA: too late for that wait
+    const again = interruptsOf(await invoke(new Command({ resume: { decisions: { pubA: { decision: "reject" } } } })));
+    expect(again).toHaveLength(1);
+    expect(again[0]).toMatchObject({ runId, pending: [{ stepId: "pubB" }], resumeError: { code: "CONFIRMATION_NOT_PENDING" } });
+    expect(again[0]!.steps.find((s) => s.stepId === "pubA")).toMatchObject({ status: "completed" });
+    const done = await invoke(new Command({ resume: { decisions: { pubB: { decision: "approve" } } } }));
+    expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed" });
+    expect([effects(runId, "pubA"), effects(runId, "pubB")]).toEqual([1, 1]);
+  });
+
+  test("createAgent: two chains started in one model turn wait together; each answer names its run", async () => {
+    const ws = `ws-pair-${freshSchema()}`;
+    const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
+    const model = fakeModel()
+      .respondWithTools([
+        { name: "run_tool_chain", args: { plan: oneApproval("left") }, id: "call_left" },
+        { name: "run_tool_chain", args: { plan: oneApproval("right") }, id: "call_right" },
+      ])
+      .respond(() => new AIMessage("both done"));
+    const invoke = graphs[1]!.build(model, tools);
+    const first = await invoke({ messages: [new HumanMessage("publish left and right")] });
+    // createAgent runs each tool call as its own LangGraph task: both questions are open at once
+    const open = (first.__interrupt__ ?? []) as { id: string; value: ToolChainInterrupt }[];
+    expect(open.map((i) => i.value.pending[0]!.arguments).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([{ title: "left" }, { title: "right" }]);
+    const byTitle = (t: string) => open.find((i) => (i.value.pending[0]!.arguments as { title: string }).title === t)!;
+    const left = byTitle("left").value.runId;
+    const right = byTitle("right").value.runId;
+    // an answer that does not name its run is refused (both chains have a step "pub"); nothing is applied
+    const second = (await invoke(new Command({ resume: { [byTitle("left").id]: { decisions: { pub: { decision: "approve" } } } } }))).__interrupt__ as typeof open;
+    expect(second.map((i) => i.value.runId).sort()).toEqual([left, right].sort());
+    expect(second.find((i) => i.value.runId === left)!.value.resumeError).toMatchObject({ code: "INVALID_DECISION" });
+    expect(effects(left, "pub")).toBe(0);
+    const ids = Object.fromEntries(second.map((i) => [i.value.runId, i.id]));
+    const done = await invoke(
+      new Command({
+        resume: {
+          [ids[left]!]: { runId: left, decisions: { pub: { decision: "approve" } } },
+          [ids[right]!]: { runId: right, decisions: { pub: { decision: "reject" } } },
+        },
+      }),
+    );
+    expect(interruptsOf(done)).toEqual([]);
+    const results = done.messages.filter((m) => ToolMessage.isInstance(m)).map((m) => JSON.parse(String(m.content)));
+    expect(results.find((r) => r.runId === left)).toMatchObject({ status: "completed", outputs: { pub: { published: "left" } } });
+    expect(results.find((r) => r.runId === right)).toMatchObject({ status: "failed" });
+    expect([effects(left, "pub"), effects(right, "pub")]).toEqual([1, 0]);
+    expect(await runsIn(ws)).toBe(2);
+  });
+
+  test("ToolNode: two chains started in one model turn share its task; they are asked one after the other and answers name their run", async () => {
+    const ws = `ws-pairtn-${freshSchema()}`;
+    const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
+    const model = fakeModel()
+      .respondWithTools([
+        { name: "run_tool_chain", args: { plan: oneApproval("north") }, id: "call_north" },
+        { name: "run_tool_chain", args: { plan: oneApproval("south") }, id: "call_south" },
+      ])
+      .respond(() => new AIMessage("both done"));
+    const invoke = graphs[0]!.build(model, tools);
+    let asks = interruptsOf(await invoke({ messages: [new HumanMessage("publish north and south")] }));
+    const decided = new Map<string, string>();
+    for (let round = 0; asks.length && round < 8; round++) {
+      const ask = asks[0]!;
+      const title = (ask.pending[0]!.arguments as { title: string }).title;
+      decided.set(ask.runId, title);
+      asks = interruptsOf(await invoke(new Command({ resume: { runId: ask.runId, decisions: { pub: { decision: title === "north" ? "approve" : "reject" } } } })));
+    }
+    expect(asks).toEqual([]);
+    expect([...decided.values()].sort()).toEqual(["north", "south"]);
+    const [north, south] = ["north", "south"].map((t) => [...decided.entries()].find(([, v]) => v === t)![0]);
+    expect([effects(north!, "pub"), effects(south!, "pub")]).toEqual([1, 0]);
+    expect((await o.runtime.getRun(north!)).status).toBe("completed");
+    expect((await o.runtime.getRun(south!)).status).toBe("failed");
+    expect(await runsIn(ws)).toBe(2);
+  });
+
   describe("outside a graph", () => {
     test("answers at once with the waiting run, its pending steps and how to confirm", async () => {
       const ws = `ws-out-${freshSchema()}`;
@@ -342,6 +436,24 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       for (const r of racing) expect(r).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub" }] });
       expect(effects(racing[0]!.runId, "write")).toBe(1);
       expect(await runsIn(ws)).toBe(2);
+
+      // two processes (runtimes with their own owner on the same database) race on one tool call:
+      // the loser's insert of the run row fails and it follows the winner's run
+      const limitsB = new PgLimits(o.db, { owner: "process-b" });
+      const processB = new Runtime({ skills: registry, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b", limits: limitsB });
+      try {
+        const toolsB = createToolChainTools({ runtime: processB, workspaceId: ws });
+        const both = (await Promise.all([tools.runToolChain.invoke(call("call_two_processes"), config), toolsB.runToolChain.invoke(call("call_two_processes"), config)])).map(parse);
+        expect(both[0]!.runId).toBe(both[1]!.runId);
+        for (const r of both) expect(r).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub" }] });
+        expect(effects(both[0]!.runId, "write")).toBe(1);
+        expect(await runsIn(ws)).toBe(3);
+        const row = (await o.runtime.store.getRow(both[0]!.runId))!;
+        expect(row).toMatchObject({ status: "waiting_confirmation", leaseOwner: null, driveFailures: 0 });
+      } finally {
+        await processB.drain();
+        await limitsB.close();
+      }
     });
 
     test("the workspace's allowlist applies as in the REST API: a skill outside it is refused with SKILL_NOT_ALLOWED", async () => {
@@ -372,4 +484,31 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       expect(await runsIn(ws)).toBe(0);
     });
   });
+
+  test("examples/agent.ts, run as a user runs it, against an OpenAI-compatible server: the chain's confirmation is asked and the agent answers", async () => {
+    const mock = await startMockOpenAi();
+    try {
+      const request = "Plan an approval system with e-mail notifications, estimate the effort, build a timeline and put the tasks into the current table";
+      mock.script({ name: "run_tool_chain", toolCall: { request, context: { table: { id: "Tasks" }, startDate: "2026-12-21" } } }, { content: "The tasks are in the Tasks table." });
+      const child = spawn(process.execPath, ["--import", "tsx", "examples/agent.ts", "--approve", request], {
+        // embedded database in memory; the chain's planner is the deterministic fallback (no planner model)
+        env: { ...process.env, OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: "", TOOLCHAIN_AGENT_MODEL: "mock-model", TOOLCHAIN_PLANNER_MODEL: "", DATABASE_URL: "", TOOLCHAIN_DATA_DIR: ":memory:" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (d: Buffer) => (out += d));
+      child.stderr.on("data", (d: Buffer) => (err += d));
+      const code = await new Promise<number | null>((r) => child.on("exit", r));
+      expect(code, err).toBe(0);
+      expect(out).toContain('waits for a decision on "create" (qtable.task.records.create)');
+      expect(out).toContain("The tasks are in the Tasks table.");
+      // the model was offered both tools, and read the completed chain as the tool's result
+      expect(mock.requests[0]!.tools.map((t: { function: { name: string } }) => t.function.name).sort()).toEqual(["plan_tool_chain", "run_tool_chain"]);
+      const toolMsg = mock.requests[1]!.messages.find((m: { role: string }) => m.role === "tool");
+      expect(JSON.parse(toolMsg.content)).toMatchObject({ status: "completed", steps: expect.arrayContaining([expect.objectContaining({ stepId: "create", status: "completed" })]) });
+    } finally {
+      await mock.close();
+    }
+  }, 120_000);
 });

@@ -34,9 +34,10 @@ export const ToolChainDecisionSchema = z
 export type ToolChainDecision = z.infer<typeof ToolChainDecisionSchema>;
 
 /** What the agent is resumed with: `Command({ resume: <this> })`. */
+const ResumeRunIdSchema = z.string().min(1).max(200).optional();
 export const ToolChainResumeSchema = z.union([
-  z.object({ decisions: z.record(z.string(), ToolChainDecisionSchema) }).strict(),
-  z.object({ cancel: z.literal(true), reason: z.string().max(2_000).optional() }).strict(),
+  z.object({ runId: ResumeRunIdSchema, decisions: z.record(z.string(), ToolChainDecisionSchema) }).strict(),
+  z.object({ runId: ResumeRunIdSchema, cancel: z.literal(true), reason: z.string().max(2_000).optional() }).strict(),
 ]);
 export type ToolChainResume = z.infer<typeof ToolChainResumeSchema>;
 
@@ -61,7 +62,7 @@ export interface ToolChainInterrupt {
   resumeError?: ResumeError;
 }
 
-const SHAPE = '{ decisions: { <stepId>: { decision: "approve" | "reject", arguments?: { ... }, comment?: string } } }';
+const SHAPE = '{ runId?: string, decisions: { <stepId>: { decision: "approve" | "reject", arguments?: { ... }, comment?: string } } }';
 
 export function confirmationInterrupt(r: AgentRunResult, resumeError?: ResumeError): ToolChainInterrupt {
   const first = r.pending[0]!;
@@ -76,9 +77,10 @@ export function confirmationInterrupt(r: AgentRunResult, resumeError?: ResumeErr
     steps: r.steps,
     resume: {
       shape: SHAPE,
-      example: { decisions: { [first.stepId]: { decision: "approve", comment: "checked the preview" } } },
+      example: { runId: r.runId, decisions: { [first.stepId]: { decision: "approve", comment: "checked the preview" } } },
       notes:
-        "Answer any subset of the pending steps: the others keep waiting and are asked again. approve runs the step (`arguments` replaces its arguments, " +
+        "Answer any subset of the pending steps: the others keep waiting and are asked again. `runId` is checked when given, and required when one model turn " +
+        "started several chains (an answer only ever applies to the run it names). approve runs the step (`arguments` replaces its arguments, " +
         "validated again); reject fails it with REJECTED and the chain's failure policy applies. A step in doubt also takes mark_done (with `output`), a failed " +
         "compensation skip. `{ cancel: true, reason? }` cancels the whole run.",
     },
@@ -93,11 +95,18 @@ export type ParsedResume = { ok: true; value: ToolChainResume } | { ok: false; e
  * (never ignores) anything else: a value of another shape, a step that was not waiting, a decision
  * that kind of wait does not take.
  */
-export function parseResume(value: unknown, pending: readonly AgentPendingStep[]): ParsedResume {
+export function parseResume(value: unknown, shown: { runId: string; pending: readonly AgentPendingStep[] }, opts: { runIdRequired?: boolean } = {}): ParsedResume {
+  const { runId, pending } = shown;
   const parsed = ToolChainResumeSchema.safeParse(value);
   if (!parsed.success) {
     const got = value === undefined ? "nothing" : brief(value, 120);
     return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `resume value ${got} does not match ${SHAPE} or { cancel: true }: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}` } };
+  }
+  if (parsed.data.runId !== undefined && parsed.data.runId !== runId) {
+    return { ok: false, error: { code: ErrorCode.CONFIRMATION_NOT_PENDING, message: `this answer is for run ${parsed.data.runId}; this question is about run ${runId}` } };
+  }
+  if (parsed.data.runId === undefined && opts.runIdRequired) {
+    return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `several chains were started in this model turn: name the run the answer is for, { runId: "${runId}", decisions: { ... } }` } };
   }
   if ("cancel" in parsed.data) return { ok: true, value: parsed.data };
   const entries = Object.entries(parsed.data.decisions);

@@ -130,6 +130,23 @@ function how(r: AgentRunResult): string {
   );
 }
 
+/**
+ * How many run_tool_chain calls the model made in the turn that made this one (from the agent state
+ * ToolNode hands the tool). Several chains waiting in one turn share the agent's resume: a bare
+ * ToolNode runs them in one LangGraph task, where interrupts are matched to resume values by their
+ * order across the tool calls, so each answer must name its run.
+ */
+function chainCallsInTurn(config: ToolRunnableConfig): number {
+  const id = config?.toolCall?.id;
+  const messages = (config as { state?: { messages?: unknown } })?.state?.messages;
+  if (!id || !Array.isArray(messages)) return 1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const calls = (messages[i] as { tool_calls?: { id?: string; name?: string }[] })?.tool_calls;
+    if (calls?.some((c) => c.id === id)) return calls.filter((c) => c.name === runToolChainTool.name).length;
+  }
+  return 1;
+}
+
 /** A duplicate insert of the run row: another call started this run first (a race on the same tool call). */
 const isDuplicateRun = (e: unknown) => (e as { code?: unknown })?.code === "23505" || /already exists/.test((e as Error)?.message ?? "");
 
@@ -231,10 +248,11 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
       if (!inGraph) return { ...result, how: how(result) };
 
       let resumeError: ResumeError | undefined;
+      const siblings = chainCallsInTurn(config);
       for (;;) {
         // not in a try block: interrupt() throws to suspend the agent
         const answer: unknown = interrupt(confirmationInterrupt(result, resumeError));
-        const parsed = parseResume(answer, result.pending);
+        const parsed = parseResume(answer, result, { runIdRequired: siblings > 1 });
         if (!parsed.ok) {
           // refused before anything was applied: ask again, saying why
           resumeError = parsed.error;
@@ -251,5 +269,6 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
   );
 
   // an array, to pass as an agent's `tools`; also by name
-  return Object.assign([plan, run] as const, { planToolChain: plan, runToolChain: run });
+  const tools: [typeof plan, typeof run] = [plan, run];
+  return Object.assign(tools, { planToolChain: plan, runToolChain: run });
 }
