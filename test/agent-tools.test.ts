@@ -302,6 +302,32 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     });
   }
 
+  test("an agent run that dies while its chain runs is continued from its checkpoint: the re-executed tool follows the same run", async () => {
+    const ws = `ws-abort-${freshSchema()}`;
+    const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
+    const plan = { steps: [{ stepId: "slow", skillName: "test.effect", arguments: { label: "slow", ms: 1_500 } }, { stepId: "after", skillName: "core.pass", dependsOn: ["slow"], arguments: { value: { $ref: "steps.slow.label" } } }] };
+    const model = fakeModel()
+      .respondWithTools([{ name: "run_tool_chain", args: { plan }, id: "call_slow" }])
+      .respond((messages) => new AIMessage(`done: ${lastToolJson(messages).status}`));
+    const checkpointer = new PostgresSaver(o.db.pool, undefined, { schema });
+    const agent = createAgent({ model, tools: [...tools], checkpointer });
+    const threadId = `abort-${freshSchema()}`;
+    // the agent's process "dies" (its invocation is aborted) while the chain's slow step runs
+    const stop = new AbortController();
+    const first = agent.invoke({ messages: [new HumanMessage("run the slow chain")] }, { configurable: { thread_id: threadId }, signal: stop.signal });
+    const runId = toolCallRunId(ws, threadId, "call_slow");
+    for (let i = 0; i < 200 && effects(runId, "slow") === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(effects(runId, "slow")).toBe(1);
+    stop.abort(new Error("agent process stopped"));
+    await expect(first).rejects.toThrow();
+    // continued from the checkpoint: LangGraph runs the tool again from its start
+    const done = (await agent.invoke(null as never, { configurable: { thread_id: threadId } })) as { messages: BaseMessage[] };
+    expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed", outputs: { after: "slow" } });
+    expect(done.messages.at(-1)!.content).toBe("done: completed");
+    expect(effects(runId, "slow")).toBe(1);
+    expect(await runsIn(ws)).toBe(1);
+  });
+
   test("cancel through the resume value compensates and answers the model", async () => {
     const ws = `ws-cancel-${freshSchema()}`;
     const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
