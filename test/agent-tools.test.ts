@@ -12,6 +12,8 @@ import { Command, END, MemorySaver, MessagesAnnotation, START, StateGraph, type 
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { createAgent } from "langchain";
+import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
+import { planToolChainTool, RUN_TOOL_CHAIN_DESCRIPTION } from "../src/tools/definitions.js";
 import { coreSkills, createToolChainTools, Planner, SkillRegistry, toolCallRunId, type ToolChainInterrupt } from "../src/index.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { Runtime } from "../src/runtime/runtime.js";
@@ -57,6 +59,8 @@ const lastToolJson = (messages: BaseMessage[]) => {
   return JSON.parse(String(t!.content)) as Record<string, any>;
 };
 const callTool = (name: string, args: Record<string, unknown>, id: string) => new AIMessage({ content: "", tool_calls: [{ name, args, id, type: "tool_call" }] });
+const model4Schemas = (tools: Tools) =>
+  Object.fromEntries(tools.map((t) => [t.name, convertToOpenAITool(t).function.parameters as { properties: Record<string, unknown>; required?: string[] }]));
 const interruptsOf = (out: { __interrupt__?: { value: unknown }[] }) => (out.__interrupt__ ?? []).map((i) => i.value as ToolChainInterrupt);
 
 describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-embedded"}`, () => {
@@ -497,6 +501,22 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       const planned = (await tools.planToolChain.invoke({ request })) as Record<string, any>;
       expect(planned).toMatchObject({ error: { code: "PLANNING_FAILED" } });
       expect(planned.error.message).toContain("SKILL_NOT_ALLOWED");
+    });
+
+    test("the tools a model is offered: the shared names, descriptions and input schemas", async () => {
+      const tools = createToolChainTools({ runtime: o.runtime });
+      expect(tools.map((t) => t.name)).toEqual(["plan_tool_chain", "run_tool_chain"]);
+      expect(tools.planToolChain.description).toBe(planToolChainTool.description);
+      expect(tools.runToolChain.description.startsWith(RUN_TOOL_CHAIN_DESCRIPTION)).toBe(true);
+      expect(tools.runToolChain.description).not.toContain("confirm_tool_chain_step"); // no such tool here
+      // what a chat model receives when the tools are bound (OpenAI function format)
+      const bound = model4Schemas(tools) as Record<"plan_tool_chain" | "run_tool_chain", { properties: Record<string, unknown>; required?: string[] }>;
+      expect(Object.keys(bound.plan_tool_chain.properties).sort()).toEqual(["context", "request"]);
+      expect(bound.plan_tool_chain.required).toEqual(["request"]);
+      expect(Object.keys(bound.run_tool_chain.properties).sort()).toEqual(["context", "memory", "plan", "request"]);
+      expect(JSON.stringify(bound.run_tool_chain.properties.plan)).toContain("dependsOn");
+      // arguments that do not match are refused before anything runs
+      await expect(tools.runToolChain.invoke({ request: "x", plan: { steps: [] } } as never)).rejects.toThrow(/exactly one of `request` or `plan`/);
     });
 
     test("plan_tool_chain answers a plan for review and runs nothing", async () => {

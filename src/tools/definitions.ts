@@ -140,13 +140,18 @@ export const planToolChainTool = {
   annotations: { readOnlyHint: true, openWorldHint: false },
 } satisfies ToolDefinition;
 
+/** What run_tool_chain does, for every surface; each adds how confirmations reach the user there. */
+export const RUN_TOOL_CHAIN_DESCRIPTION =
+  "Run a tool chain: either `request` (words; the server plans it) or `plan` (a plan from plan_tool_chain or written by you). " +
+  "Steps run in dependency order, in parallel where possible, with retries and compensation on failure. " +
+  "Returns the run's status, step outputs and errors. ";
+
 export const runToolChainTool = {
   name: "run_tool_chain",
   title: "Run a tool chain",
   description:
-    "Run a tool chain: either `request` (words; the server plans it) or `plan` (a plan from plan_tool_chain or written by you). " +
-    "Steps run in dependency order, in parallel where possible, with retries and compensation on failure. " +
-    "Returns the run's status, step outputs and errors. Steps with side effects may need the user's confirmation: " +
+    RUN_TOOL_CHAIN_DESCRIPTION +
+    "Steps with side effects may need the user's confirmation: " +
     'if the result has status "waiting_confirmation", show the user each `pending` step (its preview and arguments), ask them, ' +
     "and answer with confirm_tool_chain_step; never approve on the user's behalf.",
   inputSchema: RunToolChainInputSchema,

@@ -29,7 +29,7 @@ import type { RunHandle, Runtime, RunOptions } from "../runtime/runtime.js";
 import type { RunView } from "../runtime/view.js";
 import { skillMatcher } from "../store/access-store.js";
 import { confirmationInterrupt, parseResume, type AgentRunResult, type ResumeError, type ToolChainResume } from "./agent-confirmation.js";
-import { planToolChainTool, runToolChainTool, type PlanToolChainInput, type PlanToolChainResult, type RunToolChainInput } from "./definitions.js";
+import { planToolChainTool, RUN_TOOL_CHAIN_DESCRIPTION, runToolChainTool, type PlanToolChainInput, type PlanToolChainResult, type RunToolChainInput } from "./definitions.js";
 import { toPlanResult, toRunResult } from "./results.js";
 
 export interface ToolChainToolsOptions {
@@ -146,6 +146,13 @@ function chainCallsInTurn(config: ToolRunnableConfig): number {
   }
   return 1;
 }
+
+// there is no confirm tool here: the person is asked through the agent's interrupt, or told `how`
+const RUN_DESCRIPTION =
+  RUN_TOOL_CHAIN_DESCRIPTION +
+  "Steps with side effects may need the user's confirmation: the user is then asked directly (the conversation pauses until they answer) and " +
+  'this tool returns the final result. If it returns status "waiting_confirmation" instead, show the user each `pending` step (its preview and ' +
+  "arguments) and tell them how to confirm (see `how`); never approve on the user's behalf.";
 
 /** A duplicate insert of the run row: another call started this run first (a race on the same tool call). */
 const isDuplicateRun = (e: unknown) => (e as { code?: unknown })?.code === "23505" || /already exists/.test((e as Error)?.message ?? "");
@@ -265,7 +272,7 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
         if (!waitsForPerson(result)) return result;
       }
     },
-    { name: runToolChainTool.name, description: runToolChainTool.description, schema: runToolChainTool.inputSchema },
+    { name: runToolChainTool.name, description: RUN_DESCRIPTION, schema: runToolChainTool.inputSchema },
   );
 
   // an array, to pass as an agent's `tools`; also by name
