@@ -5,6 +5,7 @@
  * recorded by other processes to the running scheduler, and writes the final projection.
  */
 import { setMaxListeners } from "node:events";
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Command } from "@langchain/langgraph";
 import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
@@ -58,6 +59,15 @@ export interface Drive {
  * What a drive feeds the graph: a new run's input with the facts only the runtime sets (its
  * workspace, allowlist, creation time: graphs/io.ts), a resume, or null (continue from the checkpoint).
  */
+/**
+ * Run `fn` outside the caller's LangChain/LangGraph context. A runtime called from inside a graph
+ * node (an agent's tool) would otherwise hand its run's graph the caller's config: its checkpoint
+ * namespace, callbacks and stream, so the run's checkpoints and events would land in the agent's.
+ */
+export function outsideCallerContext<T>(fn: () => Promise<T>): Promise<T> {
+  return AsyncLocalStorageProviderSingleton.getInstance().run(undefined, fn) as Promise<T>;
+}
+
 export type DriveInput = { input: GraphInput; seed: RunSeed } | Command | null;
 
 export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, done: () => void): Drive {
@@ -113,7 +123,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     if (flushError) throw flushError;
   };
 
-  const result = (async () => {
+  const result = outsideCallerContext(async () => {
     let heartbeat: NodeJS.Timeout | undefined;
     let poller: NodeJS.Timeout | undefined;
     try {
@@ -201,7 +211,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       deps.controls.close(runId);
       done();
     }
-  })();
+  });
   result.then(
     () => events.close(),
     (e) => {

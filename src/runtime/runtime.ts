@@ -24,7 +24,7 @@ import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
-import { DriveFailedError, isLeaseBusy, isLeaseLost, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
+import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
 import { MemoryLimits } from "../store/memory-limits.js";
 import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { buildRunView, type RunView } from "./view.js";
@@ -327,7 +327,7 @@ export class Runtime {
 
   /** The graph input that continues a run from where its checkpoint stands. */
   private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
-    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    const snap = await this.stateOf(runId);
     if (!(snap.values as Partial<RunState>)?.runId) {
       const createdAt = new Date(this.env.now()).toISOString();
       const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
@@ -355,7 +355,7 @@ export class Runtime {
   }
 
   private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
-    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    const snap = await this.stateOf(runId);
     const rec = (snap.values as Partial<RunState>).steps?.[stepId];
     return rec ? rec.waitRound ?? 0 : undefined;
   }
@@ -386,7 +386,7 @@ export class Runtime {
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
   async getRun(runId: string): Promise<RunView> {
     if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
-    const snap = await this.graph.getState({ configurable: { thread_id: runId } });
+    const snap = await this.stateOf(runId);
     const values = snap.values as Partial<RunState>;
     if (!values?.runId) {
       const stored = await this.store.getView(runId);
@@ -551,6 +551,11 @@ export class Runtime {
     return { runId, events, result, release: () => released.abort() };
   }
 
+  /** The run's graph state, read outside any graph the caller may be running in (see outsideCallerContext). */
+  private stateOf(runId: string) {
+    return outsideCallerContext(() => this.graph.getState({ configurable: { thread_id: runId } }));
+  }
+
   private drive(runId: string, input: DriveInput, created?: Promise<void>): RunHandle {
     if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
     const deps = {
@@ -561,7 +566,7 @@ export class Runtime {
       leaseTtlMs: this.leaseTtlMs,
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
-      view: async (id: string) => buildRunView((await this.graph.getState({ configurable: { thread_id: id } })).values as RunState),
+      view: async (id: string) => buildRunView((await this.stateOf(id)).values as RunState),
     };
     let drive!: Drive;
     const after = () => {
