@@ -20,6 +20,8 @@ export interface StepState {
   error?: StepError | null;
   /** One short line about what the step is doing or waiting for. */
   note?: string;
+  /** The last decision taken on it ("approved: looks right"), kept after it ran. */
+  decision?: string;
 }
 
 export class RunModel {
@@ -117,7 +119,8 @@ export class RunModel {
         s.note = d.inDoubt ? "in doubt: was it done?" : "waiting for confirmation";
         break;
       case "step_confirmed":
-        s.note = `${String(d.decision)}${d.decision === "approve" ? "d" : d.decision === "reject" ? "ed" : ""}${d.comment ? `: ${String(d.comment)}` : ""}`;
+        s.note = undefined;
+        s.decision = `${String(d.decision)}${d.decision === "approve" ? "d" : d.decision === "reject" ? "ed" : ""}${d.comment ? `: ${String(d.comment)}` : ""}`;
         break;
       case "step_completed":
       case "step_failed":

@@ -91,7 +91,7 @@ export function treeLines(m: RunModel, o: Style & { now: number; width: number }
     const [icon, c] = ICON[s.status];
     const name = `${r.prefix}${paint(o, c, icon)} ${paint(o, "bold", r.stepId)}`;
     const status = paint(o, c, s.status.replace(/_/g, " "));
-    const detail = [s.error && (s.status === "failed" || s.status === "rollback_failed") ? `${s.error.code}: ${s.error.message}` : "", s.note ?? "", r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : ""].filter(Boolean).join(" · ");
+    const detail = [s.error && (s.status === "failed" || s.status === "rollback_failed") ? `${s.error.code}: ${s.error.message}` : "", s.note ?? "", s.decision ?? "", r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : ""].filter(Boolean).join(" · ");
     const line = [
       pad(name, w),
       paint(o, "dim", s.skillName.padEnd(skillW)),
