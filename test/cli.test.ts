@@ -6,7 +6,7 @@
  * Exit codes: 0 completed, 1 another end, 2 usage or coded error, 3 waiting for confirmation.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -271,7 +271,7 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
     await opened?.close();
   });
 
-  test("run, approve, show, runs and skills over the REST API and SSE, with the same output as in-process; a bad key is UNAUTHORIZED (exit 2)", async () => {
+  test("run, approve, show, runs, skills and plan over the REST API and SSE, with the same output as in-process; a bad key is UNAUTHORIZED (exit 2)", async () => {
     const r = await cli(["run", tree, "--no-input", "--url", api.url, "--key", key]);
     expect(r.code).toBe(3);
     expect(r.stdout).toMatch(new RegExp(`^run \\S+ · ${api.url.replace(/[.]/g, "\\.")}$`, "m"));
@@ -299,6 +299,21 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
     const failed = await cli(["run", failing, "--json", "--url", api.url, "--key", key]);
     expect(failed.code).toBe(1);
     expect(JSON.parse(failed.stdout)).toMatchObject({ status: "failed", error: { code: "EXECUTION_FAILED" } });
+
+    const remote = { TOOLCHAIN_URL: api.url, TOOLCHAIN_API_KEY: key };
+    const skills = await cli(["skills", "--json"], remote);
+    expect(skills.code).toBe(0);
+    expect(JSON.parse(skills.stdout).map((x: { name: string }) => x.name)).toContain("qtable.task.records.create");
+
+    // plan on the server, written to a file, then run from it
+    const planFile = path.join(dir, "planned.json");
+    const planned = await cli(["plan", "--request", "Plan an approval system and put the tasks into the current table", "--context", '{"table":{"id":"Tasks"}}', "--out", planFile], remote);
+    expect(planned.code).toBe(0);
+    expect(planned.stdout).toMatch(/^planned by the fallback planner/);
+    expect(planned.stdout).toMatch(/└─ create +qtable\.task\.records\.create +asks for confirmation · after schema/);
+    expect(planned.stdout).toContain(`written to ${planFile}; run it: npx toolchain run ${planFile}`);
+    const fromFile = JSON.parse(readFileSync(planFile, "utf8"));
+    expect(fromFile.steps.map((x: { stepId: string }) => x.stepId)).toEqual(["split", "estimate", "schema", "gantt", "create"]);
 
     const bad = await cli(["runs", "--url", api.url, "--key", "tck_wrong"]);
     expect(bad.code).toBe(2);

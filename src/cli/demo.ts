@@ -7,14 +7,14 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 import type { OpenedRuntime } from "../runtime/open.js";
 import { devKeyFile } from "../server/serve.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
 import { ioFor, printJson, type Ctx } from "./context.js";
 import { Exit, exitForStatus, jsonObjectArg } from "./exit.js";
-import { follow } from "./flow.js";
+import { ask, follow } from "./flow.js";
+import type { ConfirmInput } from "../runtime/runtime.js";
 import { RunModel } from "./model.js";
 import { previewText, summaryLine } from "./render.js";
 
@@ -73,20 +73,15 @@ or over HTTP, with the server running (npm start):
     -d '{"stepId": "create", "decision": "approve"}'
 `);
     }
-    let decision: "approve" | "reject" | undefined = o.approve ? "approve" : o.reject ? "reject" : undefined;
-    if (!decision && io.interactive) {
-      const rl = createInterface({ input: process.stdin, output: process.stdout });
-      const a = (await rl.question("Approve now? [y] approve  [n] reject  [Enter] leave it waiting › ")).trim().toLowerCase();
-      rl.close();
-      decision = a === "y" || a === "yes" ? "approve" : a === "n" || a === "no" ? "reject" : undefined;
-    }
+    let decision: ConfirmInput["decision"] | undefined = o.approve ? "approve" : o.reject ? "reject" : undefined;
+    if (!decision && io.interactive) decision = (await ask(pending, io))?.decision;
     if (!decision) {
       if (ctx.json) printJson(ctx, view);
       else ctx.out(`Left waiting: run ${view.runId}.`);
       // a demo left waiting did what it shows (as before this CLI had exit code 3); `run` exits 3
       return Exit.ok;
     }
-    if (!ctx.json) ctx.out(`${decision === "approve" ? "Approving" : "Rejecting"}…`);
+    if (!ctx.json) ctx.out(`${decision === "approve" ? "Approving" : decision === "reject" ? "Rejecting" : decision}…`);
     view = await follow(await runtime.confirm(view.runId, { stepId: "create", decision }), model, io);
   }
   if (ctx.json) {

@@ -48,12 +48,25 @@ const CHOICES: Record<NonNullable<PendingConfirmation["kind"]>, { prompt: string
   compensation: { prompt: "[y] retry the compensation  [s] skip it  [n] stop  [Enter] leave it waiting", map: { y: "approve", yes: "approve", s: "skip", skip: "skip", n: "reject", no: "reject" } },
 };
 
-async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
+/** Ask a person to decide `p` on the terminal; undefined: leave it waiting. */
+export async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
   const c = CHOICES[p.kind ?? "confirmation"];
   const rl = createInterface({ input: process.stdin, output: process.stdout });
+  // Ctrl-C at the prompt leaves the run waiting (and says how to decide later), like Enter
+  const abort = new AbortController();
+  rl.once("SIGINT", () => abort.abort());
+  // so does the end of input (Ctrl-D)
+  rl.once("close", () => abort.abort());
   try {
     for (;;) {
-      const a = (await rl.question(`Decide "${p.stepId}": ${c.prompt} › `)).trim().toLowerCase();
+      let a: string;
+      try {
+        a = (await rl.question(`Decide "${p.stepId}": ${c.prompt} › `, { signal: abort.signal })).trim().toLowerCase();
+      } catch (e) {
+        if ((e as Error).name !== "AbortError") throw e;
+        io.out("");
+        return undefined;
+      }
       if (a === "") return undefined;
       const decision = c.map[a];
       if (decision) return { decision };

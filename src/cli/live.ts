@@ -28,6 +28,15 @@ export class Progress {
   private model: RunModel | undefined;
   private startedAt = Date.now();
   private readonly restore = () => this.out.write(SHOW_CURSOR);
+  /**
+   * Ctrl-C while the tree is drawn: Node's default handler would exit with the cursor hidden.
+   * The run itself is durable: a run executed here is taken over by the next process (a worker,
+   * `npm start`) once its lease expires; one executed by a server goes on.
+   */
+  private readonly interrupt = () => {
+    this.out.write(`${SHOW_CURSOR}\ninterrupted: run ${this.model?.runId ?? ""} goes on durably (npx toolchain show ${this.model?.runId ?? "<runId>"})\n`);
+    process.exit(130);
+  };
 
   constructor(
     private readonly out: Out,
@@ -49,6 +58,7 @@ export class Progress {
     this.startedAt = model.createdAt ?? this.clock();
     this.out.write(HIDE_CURSOR);
     process.once("exit", this.restore);
+    process.once("SIGINT", this.interrupt);
     this.draw();
     this.ticker = setInterval(() => {
       if (this.model?.list().some((s) => s.status === "running")) this.draw();
@@ -70,6 +80,7 @@ export class Progress {
     this.draw();
     this.out.write(SHOW_CURSOR);
     process.removeListener("exit", this.restore);
+    process.removeListener("SIGINT", this.interrupt);
   }
 
   /** Redraws are coalesced: a burst of events is one frame. */
