@@ -23,8 +23,8 @@ const untilSignal = () =>
     process.once("SIGTERM", () => resolve());
   });
 
-async function withRuntime<T>(fn: (o: OpenedRuntime) => Promise<T>): Promise<T> {
-  const opened = await openRuntime();
+async function withRuntime<T>(fn: (o: OpenedRuntime) => Promise<T>, opts: Parameters<typeof openRuntime>[0] = {}): Promise<T> {
+  const opened = await openRuntime(opts);
   try {
     return await fn(opened);
   } finally {
@@ -111,12 +111,16 @@ export function registerAdminCommands(program: Command, register: Register): voi
       throw usage(`${String(file)}: ${err.code === "ENOENT" ? "no such file" : err.message}`);
     }
     const context = jsonArg(o.context as string | undefined, "--context");
-    return withRuntime(async ({ runtime }) => {
-      const c = runtime.validate(plan, context !== undefined ? { context } : {});
-      if (ctx.json) printJson(ctx, { valid: true, steps: c.steps.length, topologicalOrder: c.topo });
-      else ctx.out(`valid: ${c.steps.length} steps; topological order: ${c.topo.join(", ")}`);
-      return Exit.ok;
-    });
+    // validation needs the skills, not the runs: never open an embedded database a server may hold
+    return withRuntime(
+      async ({ runtime }) => {
+        const c = runtime.validate(plan, context !== undefined ? { context } : {});
+        if (ctx.json) printJson(ctx, { valid: true, steps: c.steps.length, topologicalOrder: c.topo });
+        else ctx.out(`valid: ${c.steps.length} steps; topological order: ${c.topo.join(", ")}`);
+        return Exit.ok;
+      },
+      process.env.DATABASE_URL ? {} : { dataDir: ":memory:" },
+    );
   });
 
   register(program.command("skills").summary("the skills a plan can use (remote: the key's workspace)"), (ctx) =>

@@ -117,7 +117,8 @@ export class Progress {
 /** How progress is shown on this stdout. */
 export function progressMode(out: Out, json: boolean): ProgressMode {
   if (json) return "quiet";
-  return out.isTTY ? "tree" : "lines";
+  // a terminal that cannot move the cursor gets lines too
+  return out.isTTY && process.env.TERM !== "dumb" ? "tree" : "lines";
 }
 
 /** Colour on a terminal unless NO_COLOR is set (https://no-color.org). */
