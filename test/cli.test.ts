@@ -198,6 +198,23 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
     expect(failedOnly.runs[0].runId).toBe(waiting.runId);
   }, 600_000);
 
+  test("demo: the approval-system chain stops at the records (left waiting: exit 0, nothing written); --approve writes them", async () => {
+    const waiting = await cli(["demo", "--no-input"]);
+    expect(waiting.code).toBe(0);
+    expect(waiting.stdout).toMatch(/step_waiting_confirmation +create/);
+    expect(waiting.stdout).toMatch(/^\d+ records to create in table "Tasks" \(tbl_\w+\):$/m);
+    expect(waiting.stdout).toMatch(/Left waiting: run \S+\./);
+    expect(waiting.stdout).not.toMatch(/tck_/); // the key is referred to by its file, never printed
+
+    const approved = await cli(["demo", "--approve", "--json"]);
+    expect(approved.code).toBe(0);
+    const view = JSON.parse(approved.stdout);
+    expect(view.status).toBe("completed");
+    expect(view.pendingConfirmations).toEqual([]);
+    // one record per task the chain planned and estimated
+    expect(view.result.outputs.create.recordIds).toHaveLength(view.result.outputs.estimate.estimates.length);
+  }, 600_000);
+
   test("usage errors exit 2 with a message; coded errors print CODE: message (and {error} with --json)", async () => {
     const none = await cli(["run"]);
     expect([none.code, none.stderr.trim()]).toEqual([2, 'usage: run: give a plan file (toolchain run plan.json) or --request "…"']);

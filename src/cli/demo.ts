@@ -5,7 +5,7 @@
  * records confirmation with the preview, and says how to approve (here, with the CLI, or over
  * HTTP). `--approve` / `--reject` decide at once; on a terminal it asks. Exit codes as `run`.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { OpenedRuntime } from "../runtime/open.js";
@@ -59,7 +59,9 @@ export async function demoCommand(opened: OpenedRuntime, ctx: Ctx, o: Record<str
   let view = await follow(h, model, io);
   const pending = view.pendingConfirmations.find((p) => p.stepId === "create");
   if (view.status === "waiting_confirmation" && pending) {
-    const key = await ensureLocalKey(access, db.kind);
+    const keyFile = await ensureLocalKey(access, db.kind);
+    // the key is never printed: the hint reads it from its file
+    const keyRef = keyFile ? `$(cat ${path.relative(process.cwd(), keyFile) || keyFile})` : "<your key>";
     if (!ctx.json) {
       ctx.out(`\nThe run waits for confirmation of step "create" (qtable.task.records.create); nothing is written until then.\n`);
       ctx.out(previewText(pending.preview));
@@ -67,9 +69,9 @@ export async function demoCommand(opened: OpenedRuntime, ctx: Ctx, o: Record<str
 Decide now, or later (the run waits durably, across restarts):
   npx toolchain approve ${view.runId} create      # or: reject
 or over HTTP, with the server running (npm start):
-  npx toolchain approve ${view.runId} create --url http://127.0.0.1:8080 --key $(cat .data/local-api-key)
+  npx toolchain approve ${view.runId} create --url http://127.0.0.1:8080 --key ${keyRef}
   curl -s http://127.0.0.1:8080/api/tool-chains/runs/${view.runId}/confirm \\
-    -H "Authorization: Bearer ${key ? "$(cat .data/local-api-key)" : "<your key>"}" -H 'content-type: application/json' \\
+    -H "Authorization: Bearer ${keyRef}" -H 'content-type: application/json' \\
     -d '{"stepId": "create", "decision": "approve"}'
 `);
     }
@@ -97,18 +99,15 @@ or over HTTP, with the server running (npm start):
   return exitForStatus(view.status);
 }
 
-/** The local development key (embedded): the same one `npm start` prints; created if none exists. */
+/** The file of the local development key (embedded): the same one `npm start` prints; created if no key exists. */
 async function ensureLocalKey(access: PgAccessStore, kind: "server" | "embedded"): Promise<string | undefined> {
   if (kind !== "embedded") return undefined;
-  const file = devKeyFile(process.env.TOOLCHAIN_DATA_DIR ?? ".data/pglite");
+  const file = devKeyFile(process.env.TOOLCHAIN_DATA_DIR || ".data/pglite");
   if (!file) return undefined;
-  try {
-    return readFileSync(file, "utf8").trim();
-  } catch {
-    if ((await access.countKeys()) > 0) return undefined;
-    const { key } = await access.createKey(DEMO_WORKSPACE, { label: "local development" });
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, `${key}\n`, { mode: 0o600 });
-    return key;
-  }
+  if (existsSync(file)) return file;
+  if ((await access.countKeys()) > 0) return undefined;
+  const { key } = await access.createKey(DEMO_WORKSPACE, { label: "local development" });
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return file;
 }
