@@ -27,6 +27,9 @@ const schema = serverUrl ? freshSchema("cli2") : "toolchain";
 const storage: Record<string, string> = serverUrl
   ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
   : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(dir, "pglite"), TOOLCHAIN_SCHEMA: schema };
+const demoSchema = serverUrl ? freshSchema("cli2demo") : "toolchain";
+const serverSchema = serverUrl ? freshSchema("cli2srv") : "toolchain";
+const demoStorage: Record<string, string> = serverUrl ? { TOOLCHAIN_SCHEMA: demoSchema } : { TOOLCHAIN_DATA_DIR: path.join(dir, "demo-pglite") };
 const baseEnv = () => ({ ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "", ...storage });
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<Out> {
@@ -116,7 +119,7 @@ const twoApprovals = file("two.json", {
 afterAll(async () => {
   if (!serverUrl) return;
   const pool = new pg.Pool({ connectionString: serverUrl, max: 1 });
-  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+  for (const s of [schema, demoSchema, serverSchema]) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
   await pool.end();
 });
 
@@ -199,7 +202,8 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
   }, 600_000);
 
   test("demo: the approval-system chain stops at the records (left waiting: exit 0, nothing written); --approve writes them", async () => {
-    const waiting = await cli(["demo", "--no-input"]);
+    // storage of its own: the other tests write records into workspace "local"'s Tasks table too
+    const waiting = await cli(["demo", "--no-input"], demoStorage);
     expect(waiting.code).toBe(0);
     expect(waiting.stdout).toMatch(/step_waiting_confirmation +create/);
     expect(waiting.stdout).toMatch(/^\d+ records to create in table "Tasks" \(tbl_\w+\):$/m);
@@ -208,7 +212,7 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
 
     const n = Number(/^(\d+) records to create/m.exec(waiting.stdout)![1]);
 
-    const approved = await cli(["demo", "--approve"]);
+    const approved = await cli(["demo", "--approve"], demoStorage);
     expect(approved.code).toBe(0);
     expect(approved.stdout).toMatch(/step_completed +create/);
     expect(approved.stdout).toMatch(/run \S+ completed in .* · 5 completed/);
@@ -217,6 +221,10 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
   }, 600_000);
 
   test("usage errors exit 2 with a message; coded errors print CODE: message (and {error} with --json)", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^ {2}run \[options\] \[plan\] +run a plan \(or a request\) with live progress$/m);
+    expect(help.stdout).toContain("2 usage error or coded error (CODE: message on stderr), 3 the run waits for a confirmation.");
     const none = await cli(["run"]);
     expect([none.code, none.stderr.trim()]).toEqual([2, 'usage: run: give a plan file (toolchain run plan.json) or --request "…"']);
     const both = await cli(["run", good, "--request", "x"]);
@@ -279,7 +287,7 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
   let key: string;
   beforeAll(async () => {
     // the server's own storage: the CLI touches no database in this mode
-    opened = await openRuntime(serverUrl ? { databaseUrl: serverUrl, schema: freshSchema("cli2srv"), poolSize: 2 } : { dataDir: path.join(dir, "server-pglite"), schema: "toolchain" });
+    opened = await openRuntime(serverUrl ? { databaseUrl: serverUrl, schema: serverSchema, poolSize: 2 } : { dataDir: path.join(dir, "server-pglite"), schema: "toolchain" });
     const access = new PgAccessStore(opened.db);
     api = await serveApi(opened.runtime, opened.db, { access });
     key = await newKey(access, "remote");

@@ -64,8 +64,11 @@ export async function main(argv: string[]): Promise<number> {
     return result.code;
   } catch (e) {
     if (e instanceof CommanderError) {
-      // --help and --version are answers; any other commander error is a usage error (its message is printed)
-      return e.code === "commander.helpDisplayed" || e.code === "commander.version" || e.code === "commander.help" ? (e.code === "commander.help" && !argv.includes("--help") && !argv.includes("-h") && argv.length ? Exit.usage : Exit.ok) : Exit.usage;
+      // --help is an answer; help shown for a missing subcommand (`toolchain keys`) and every other
+      // commander error (its message is printed) is a usage error
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.version") return Exit.ok;
+      if (e.code === "commander.help" && argv.some((a) => a === "help" || a === "--help" || a === "-h")) return Exit.ok;
+      return Exit.usage;
     }
     const d = describeError(e);
     if (json) process.stdout.write(`${JSON.stringify({ error: { code: d.code, message: d.message } }, null, 2)}\n`);
