@@ -1,8 +1,10 @@
 /**
  * The `toolchain` command as a user runs it: a child process per command, on the embedded
  * database (a fresh data directory, used by one process at a time) or the server at DATABASE_URL
- * (a fresh schema). Exit codes: 0 success (`run`: completed or waiting), 1 the run did not
- * complete / nothing to revoke, 2 usage or a coded error (validation, unknown run, not pending).
+ * (a fresh schema). Exit codes: 0 success (a run completed), 1 the run ended otherwise / nothing
+ * to revoke, 2 usage or a coded error (validation, unknown run, not pending), 3 the run waits for
+ * a confirmation. Human output by default, one JSON document with --json (test/cli.test.ts covers
+ * the run commands' output in detail).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -76,44 +78,44 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("PLAN_CYCLE: plan has a cycle: a -> b -> a");
 
-    const sk = await run("skills");
+    const sk = await run("skills", "--json");
     expect(sk.code).toBe(0);
     expect(JSON.parse(sk.stdout).map((s: { name: string }) => s.name)).toEqual(["core.pass", "core.wait", "core.fail", "qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.table.schema.describe", "qtable.task.records.create", "qtable.notify.send"]);
 
-    // run: prints the events, then the summary; waiting for a confirmation is a success
+    // run: prints the events (piped: one line each); waiting for a confirmation exits 3
     const r = await run("run", good, "--context", '{"table":"t1"}');
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(3);
     expect(r.stdout).toMatch(/step_waiting_confirmation\s+b/);
-    const waiting = lastJson(r.stdout);
-    expect(waiting).toMatchObject({ status: "waiting_confirmation", pendingConfirmations: [expect.objectContaining({ stepId: "b" })] });
-    const runId: string = waiting.runId;
+    const runId: string = /^run (\S+) · /m.exec(r.stdout)![1]!;
 
-    const shown = await run("show", runId);
+    const shown = await run("show", runId, "--json");
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ runId, status: "waiting_confirmation", context: { table: "t1" } });
+    expect(JSON.parse(shown.stdout)).toMatchObject({ runId, status: "waiting_confirmation", context: { table: "t1" }, pendingConfirmations: [expect.objectContaining({ stepId: "b" })] });
     const missing = await run("show", "run_does_not_exist");
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("RUN_NOT_FOUND: run run_does_not_exist not found");
 
-    const c = await run("confirm", runId, "b", "approve");
+    const c = await run("confirm", runId, "b", "approve", "--json");
     expect(c.code).toBe(0);
     expect(lastJson(c.stdout)).toMatchObject({ runId, status: "completed", result: expect.anything() });
     const again = await run("confirm", runId, "b", "reject");
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("CONFIRMATION_NOT_PENDING");
 
-    const f = await run("run", failing);
+    const f = await run("run", failing, "--json");
     expect(f.code).toBe(1);
     expect(lastJson(f.stdout)).toMatchObject({ status: "failed" });
 
     // cancel a suspended run: it ends cancelled (nothing to compensate)
-    const w2 = lastJson((await run("run", good)).stdout);
-    const cancelled = await run("cancel", w2.runId);
+    const w2run = await run("run", good, "--json");
+    expect(w2run.code).toBe(3);
+    const w2 = lastJson(w2run.stdout);
+    const cancelled = await run("cancel", w2.runId, "--json");
     expect(cancelled.code).toBe(0);
     expect(lastJson(cancelled.stdout)).toMatchObject({ runId: w2.runId, status: "cancelled" });
 
     // prune: every finished run is older than -1 hours; the waiting one is kept
-    const p = await run("prune", "--older-than-hours", "-1");
+    const p = await run("prune", "--older-than-hours", "-1", "--json");
     expect(p.code).toBe(0);
     expect(JSON.parse(p.stdout).pruned.sort()).toEqual([runId, lastJson(f.stdout).runId, w2.runId].sort());
 

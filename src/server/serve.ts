@@ -173,8 +173,8 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
         log(`local development key in ${file} (curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`);
       } else {
         if (saved) log(`the key saved in ${file} has been revoked`);
-        if ((await access.countKeys()) === 0) log("no active API key: create one with `npm run toolchain -- keys create --workspace <id>` (stop this server first on an embedded database) or set TOOLCHAIN_API_KEYS");
-        else log("API keys: `npm run toolchain -- keys create --workspace <id>` creates one; `keys list` lists them");
+        if ((await access.countKeys()) === 0) log("no active API key: create one with `npx toolchain keys create --workspace <id>` (stop this server first on an embedded database) or set TOOLCHAIN_API_KEYS");
+        else log("API keys: `npx toolchain keys create --workspace <id>` creates one; `keys list` lists them");
       }
     }
     const finalLive = live;
