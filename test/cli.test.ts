@@ -33,7 +33,7 @@ const demoStorage: Record<string, string> = serverUrl ? { TOOLCHAIN_SCHEMA: demo
 const baseEnv = () => ({ ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "", ...storage });
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<Out> {
-  const proc = spawn(process.execPath, ["bin/toolchain.js", ...args], { env: { ...baseEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], { env: { ...baseEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -47,7 +47,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Out> {
  * output shows the matching prompt text; the output is everything the terminal received.
  */
 function pty(args: string[], answers: { when: RegExp; type: string }[], env: Record<string, string> = {}): Promise<Out> {
-  const cmd = `stty cols 120 rows 40; exec ${process.execPath} bin/toolchain.js ${args.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}`;
+  const cmd = `stty cols 120 rows 40; exec ${process.execPath} src/cli/bin.js ${args.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}`;
   const proc = spawn("script", ["-qfec", cmd, "/dev/null"], { env: { ...baseEnv(), TERM: "xterm-256color", ...env }, stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let answered = 0;

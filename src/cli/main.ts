@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `toolchain`: the command line (bin/toolchain.js runs this file through tsx; `npx toolchain`).
+ * `toolchain`: the command line (src/cli/bin.js runs this file through tsx; `npx toolchain`).
  * Commands are declared with commander in run-commands.ts (run, approve, reject, confirm, cancel,
  * runs, show) and admin-commands.ts (serve, worker, mcp, keys, prune, validate, skills, plan, demo).
  * Global flags: `--url`/`--key` (a server instead of the database), `--json`.

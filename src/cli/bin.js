@@ -4,4 +4,4 @@
 // `node --import tsx` does), then load the entry. One process, so signals and exit codes are the CLI's own.
 import "tsx";
 
-await import("../src/cli/main.ts");
+await import("./main.ts");
