@@ -106,29 +106,35 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     while (!stop) {
       const page = await http("GET", "/runs?status=waiting_confirmation&limit=100").catch(() => undefined);
       const waiting = ((page?.body as { runs?: { runId: string }[] } | undefined)?.runs ?? []);
-      for (const w of waiting) {
+      // a page at a time, its confirmations in parallel (an operator console with many tabs)
+      await Promise.all(waiting.map(async (w) => {
         const r = await http("POST", `/runs/${w.runId}/confirm`, { stepId: "pub", decision: "approve", wait: false }).catch((e) => ({ status: 0, body: String(e) }));
         if (r.status < 300) confirmed++;
         else if (r.status !== 409) errors.push(`confirm ${w.runId}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
-      }
+      }));
       await sleep(waiting.length ? 5 : 50);
     }
   })();
-  // concurrent client 2: cancels the "cancel" runs a little after they start (some running, some waiting)
+  // concurrent client 2: cancels the "cancel" runs a little after they start (some running, some
+  // waiting), each at its own moment (a late cancel of a run that already ended is answered with
+  // the finished view and changes nothing: counted apart)
   let cancelled = 0;
-  const toCancel: string[] = [];
-  const canceller = (async () => {
-    while (!stop) {
-      const id = toCancel.shift();
-      if (!id) {
-        await sleep(20);
-        continue;
-      }
-      const r = await http("POST", `/runs/${id}/cancel`, { reason: "soak", wait: false }).catch((e) => ({ status: 0, body: String(e) }));
-      if (r.status < 300) cancelled++;
-      else errors.push(`cancel ${id}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
-    }
-  })();
+  const cancelAnswer = new Map<string, string>();
+  const cancels: Promise<void>[] = [];
+  const cancelLater = (id: string) =>
+    setTimeout(() => {
+      cancels.push(
+        http("POST", `/runs/${id}/cancel`, { reason: "soak", wait: false }).then(
+          (r) => {
+            if (r.status < 300) {
+              cancelled++;
+              cancelAnswer.set(id, (r.body as { status?: string })?.status ?? "?");
+            } else errors.push(`cancel ${id}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+          },
+          (e) => void errors.push(`cancel ${id}: ${e}`),
+        ),
+      );
+    }, 20 + Math.random() * 300);
 
   // samples: heap and the runtime's internal maps, every second
   const samples: Record<string, number>[] = [];
@@ -144,7 +150,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
       liveControls: (rt.env.controls as RunControls).size(),
       tasksInFlight: durableTasksInFlight(),
       finishedViews: api.service.finished.size,
-      followers: ended.size,
+      benchWaiters: ended.size,
     });
   }, 1_000);
 
@@ -156,7 +162,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
       runIds.push(h.runId);
       kindOf.set(h.runId, kind);
       const done = new Promise<void>((r) => ended.set(h.runId, r));
-      if (kind === "cancel") setTimeout(() => toCancel.push(h.runId), 20 + Math.random() * 300);
+      if (kind === "cancel") cancelLater(h.runId);
       const first = await h.result.catch((e) => (errors.push(`run ${h.runId}: ${e}`), undefined));
       if (first && !TERMINAL_RUN.has(first.status)) await done;
       ended.delete(h.runId);
@@ -171,11 +177,16 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   clearInterval(progress);
   clearInterval(sampler);
   stop = true;
-  await Promise.all([confirmer, canceller]);
+  await Promise.all([confirmer, ...cancels]);
   await rt.drain();
 
   // ---- checks ----
   const statusCount: Record<string, number> = {};
+  const byKind: Record<string, number> = {};
+  /** "cancel" runs whose cancel request was accepted (2xx) and that still completed. */
+  const cancelIgnored: string[] = [];
+  /** "cancel" runs whose cancel arrived after they had completed (answered with the completed view). */
+  const cancelLate: string[] = [];
   const stuck: string[] = [];
   const badEffects: string[] = [];
   const startLag: number[] = [];
@@ -186,6 +197,10 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
       continue;
     }
     statusCount[row.status] = (statusCount[row.status] ?? 0) + 1;
+    const kindStatus = `${kindOf.get(id)}->${row.status}`;
+    byKind[kindStatus] = (byKind[kindStatus] ?? 0) + 1;
+    const answer = cancelAnswer.get(id);
+    if (kindOf.get(id) === "cancel" && row.status === "completed") (answer && !TERMINAL_RUN.has(answer as never) ? cancelIgnored : cancelLate).push(id);
     if (!TERMINAL_RUN.has(row.status) || row.leaseOwner || row.pendingConfirmations.length) stuck.push(`${id}: ${row.status} lease=${row.leaseOwner} pending=${row.pendingConfirmations.length}`);
     const kind = kindOf.get(id)!;
     for (const step of ["w1", "pub"]) {
@@ -206,7 +221,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   }
   const half = samples.slice(Math.floor(samples.length / 2));
   const summary = (k: string) => ({ first: half[0]?.[k], last: half.at(-1)?.[k], max: Math.max(...half.map((s) => s[k]!)) });
-  const after = { activeDrives: rt.activeRuns().length, liveControls: (rt.env.controls as RunControls).size(), tasksInFlight: durableTasksInFlight(), followers: ended.size };
+  const after = { activeDrives: rt.activeRuns().length, liveControls: (rt.env.controls as RunControls).size(), tasksInFlight: durableTasksInFlight(), benchWaiters: ended.size };
   emitLine({
     suite: "soak",
     backend,
@@ -217,6 +232,9 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     runsPerSec: round(opts.runs / seconds, 2),
     stepsPerSec: round((opts.runs * 20) / seconds, 1),
     statuses: statusCount,
+    kindToStatus: byKind,
+    cancelAcceptedButCompleted: cancelIgnored.length,
+    cancelAfterCompletion: cancelLate.length,
     confirmedByClient: confirmed,
     cancelledByClient: cancelled,
     lostOrStuck: stuck.length,
@@ -229,6 +247,10 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   });
   for (const s of half) process.stderr.write(`[bench]   sample ${JSON.stringify(s)}\n`);
   for (const x of [...stuck, ...badEffects, ...errors].slice(0, 20)) log(`  PROBLEM ${x}`);
+  for (const id of cancelIgnored.slice(0, 5)) {
+    const evs = await rt.events(id, 0);
+    log(`  cancel accepted (answer: ${cancelAnswer.get(id)}) but the run completed: ${id}: ${evs.map((e) => `${e.type}${e.stepId ? `:${e.stepId}` : ""}`).join(" ")}`);
+  }
   unwatch();
   await api.close();
   server.closeAllConnections();
@@ -237,8 +259,8 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
   await o.close();
   const leaked = Object.values(after).some((n) => n !== 0);
-  if (stuck.length || badEffects.length || errors.length || leaked) {
-    throw new Error(`soak failed: ${stuck.length} lost or stuck, ${badEffects.length} effect violations, ${errors.length} client errors, maps after drain ${JSON.stringify(after)}`);
+  if (stuck.length || badEffects.length || errors.length || leaked || cancelIgnored.length) {
+    throw new Error(`soak failed: ${stuck.length} lost or stuck, ${badEffects.length} effect violations, ${errors.length} client errors, ${cancelIgnored.length} accepted cancels ignored, maps after drain ${JSON.stringify(after)}`);
   }
 }
 
