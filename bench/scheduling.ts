@@ -12,7 +12,7 @@
 import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
 import { lowerBoundMs, randomDag, randomWindowDag, toPlan, type Dag } from "./dag.js";
-import { emitLine, log, maybeGc, median, now, round, sleep } from "./timing.js";
+import { emitLine, inPhase, log, maybeGc, median, now, round, sleep } from "./timing.js";
 
 export interface SchedulingOptions {
   sizes: number[];
@@ -22,7 +22,10 @@ export interface SchedulingOptions {
   repsFor: (steps: number) => number;
 }
 
-export async function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
+export function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
+  return inPhase("runtime", () => runRuntimeIn(dag, maxConcurrency));
+}
+async function runRuntimeIn(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
   const rt = createRuntime();
   const plan = toPlan(dag, maxConcurrency);
   const t0 = now();
@@ -71,7 +74,10 @@ export function buildSendBaseline(dag: Dag, maxConcurrency: number | undefined) 
   return { graph, supersteps: () => supersteps };
 }
 
-export async function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+export function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+  return inPhase("LangGraph Send baseline", () => runSendBaselineIn(dag, maxConcurrency));
+}
+async function runSendBaselineIn(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
   const { graph, supersteps } = buildSendBaseline(dag, maxConcurrency);
   const t0 = now();
   const out = await graph.invoke({}, { configurable: { thread_id: "bench" }, recursionLimit: 1_000_000 });
