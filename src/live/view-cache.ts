@@ -46,7 +46,8 @@ export class LocalViewCache implements ViewCache {
   }
 
   async lookup(runId: string): Promise<CacheLookup> {
-    const version = await this.versionOf(runId);
+    // a failed version read is a miss that stores nothing: the uncached path reports the error
+    const version = await this.versionOf(runId).catch(() => null);
     const e = version === null ? undefined : this.entries.get(runId);
     if (e && e.version === version) return { hit: { workspaceId: e.workspaceId, body: e.body } };
     return { miss: { version } };
