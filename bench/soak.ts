@@ -8,7 +8,9 @@
  * effect executed at most once and exactly once in completed runs, every executed effect of a
  * rolled-back or cancelled run compensated exactly once. Prints heap and the runtime's internal
  * map sizes every second (the second half summarised: first, last, max), and p50/p99 step-start
- * latency (a chain step's start minus its predecessor's end, from the stored events).
+ * latency (a chain step's start minus its predecessor's end, from the stored events). Run node
+ * with --expose-gc (`node --expose-gc --import tsx bench/run.ts soak`) for heap samples taken
+ * after a full collection.
  * A wave of runs is started by a runner per slot; run latency includes the confirmation round trip.
  */
 import { createServer } from "node:http";
@@ -23,7 +25,7 @@ import { PgAccessStore } from "../src/store/pg-access-store.js";
 import { TERMINAL_RUN } from "../src/kernel/status.js";
 import { durableTasksInFlight } from "../graphs/durable-task.js";
 import type { RunControls } from "../src/runtime/controls.js";
-import { emitLine, log, now, round, sleep } from "./timing.js";
+import { emitLine, log, maybeGc, now, round, sleep } from "./timing.js";
 
 const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]! : null);
 
@@ -140,6 +142,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   const samples: Record<string, number>[] = [];
   const t0 = now();
   const sampler = setInterval(() => {
+    maybeGc(); // with --expose-gc the heap sample is live data, not GC timing
     const m = process.memoryUsage();
     samples.push({
       s: round((now() - t0) / 1000, 1),
