@@ -391,7 +391,9 @@ export class Runtime {
     if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
     const snap = await this.stateOf(runId);
     const values = snap.values as Partial<RunState>;
-    if (!values?.runId) {
+    // only the graph input is checkpointed (runId, plan; createdAt and the rest are written by the
+    // planner node): not started yet, like a run with no checkpoint (the soak hit this window)
+    if (!values?.runId || values.createdAt === undefined) {
       const stored = await this.store.getView(runId);
       if (stored) return stored;
       const row = await this.store.getRow(runId);
