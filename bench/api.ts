@@ -27,9 +27,9 @@ interface Served {
   live: Live;
 }
 
-async function serve(o: Awaited<ReturnType<typeof openRuntime>>, access: PgAccessStore, redisUrl?: string): Promise<Served> {
+async function serve(o: Awaited<ReturnType<typeof openRuntime>>, access: PgAccessStore, redisUrl?: string, liveViewBytes?: number): Promise<Served> {
   const live = await openLive({ store: o.runtime.store, db: o.db, redisUrl });
-  const api = createApp({ runtime: o.runtime, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, maxWaitMs: 600_000 }, metrics: true });
+  const api = createApp({ runtime: o.runtime, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000, liveViewBytes }, metrics: true });
   const server = createServer(api.app);
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -128,6 +128,9 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
   try {
     const db = await serve(o, access);
     served.push(db);
+    // the same runtime behind an API without the in-process view cache: the previous figure, side by side
+    const uncached = await serve(o, access, undefined, 0);
+    served.push(uncached);
 
     // ---- GET /runs/:id ----
     // a finished run (its view is immutable: kept in process), and a run waiting for confirmation
@@ -137,24 +140,31 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     (waitingPlan.steps[19] as Record<string, unknown>).requireConfirmation = true;
     const waiting = await post(`${db.url}/api/tool-chains/run`, key, { plan: waitingPlan });
     if (waiting.status !== "waiting_confirmation") throw new Error(`expected a waiting run, got ${waiting.status}`);
-    const targets: [string, string, Served][] = [
-      [done.runId, "process (finished run)", db],
-      [waiting.runId, "none (computed)", db],
+    // a running run whose view holds still (one long step): the cache serves it between changes
+    const running = await post(`${db.url}/api/tool-chains/run`, key, { plan: chain(2, 0, { stepId: "hold", ms: 600_000 }), wait: false });
+    const targets: [string, string, Served, string][] = [
+      [done.runId, "process (finished run)", db, "completed"],
+      [waiting.runId, "none (computed)", uncached, "waiting_confirmation"],
+      [waiting.runId, "process (versioned)", db, "waiting_confirmation"],
+      [running.runId, "none (computed)", uncached, "running"],
+      [running.runId, "process (versioned)", db, "running"],
     ];
     if (process.env.REDIS_URL) {
       const cached = await serve(o, access, process.env.REDIS_URL);
       served.push(cached);
-      targets.push([waiting.runId, "redis", cached]);
+      targets.push([waiting.runId, "redis", cached, "waiting_confirmation"]);
     }
-    for (const [runId, cache, s] of targets) {
-      const status = runId === done.runId ? "completed" : "waiting_confirmation";
+    for (const [runId, cache, s, status] of targets) {
       const r = await autocannon({ url: `${s.url}/api/tool-chains/runs/${runId}`, headers: { authorization: `Bearer ${key}` }, connections: 50, duration: opts.quick ? 3 : 10, workers: 1 });
       emitLine({ suite: "api", name: "get_run", backend, runStatus: status, cache, connections: 50, seconds: r.duration, reqPerSec: round(r.requests.average, 1), latencyMs: lat(r.latency), non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts });
       log(`api.get_run (${status}, cache ${cache}): ${round(r.requests.average, 0)} req/s, p99 ${r.latency.p99} ms`);
     }
+    await post(`${db.url}/api/tool-chains/runs/${running.runId}/cancel`, key, { wait: true });
 
+    // BENCH_API=get: only the GET measurements
+    const only = process.env.BENCH_API;
     // ---- sustained runs: 20-step core.wait chains, 200 in flight ----
-    {
+    if (only !== "get") {
       const inFlight = opts.quick ? 50 : 200;
       // whole waves: with every run in flight progressing together, a time window would cut a wave
       const amount = inFlight * (opts.quick ? 2 : 3);
@@ -175,7 +185,7 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     }
 
     // ---- SSE fan-out: 500 clients of one run (in a child process: not on the server's event loop) ----
-    {
+    if (only !== "get") {
       const clients = Number(process.env.BENCH_SSE_CLIENTS ?? (opts.quick ? 100 : 500));
       const holdMs = opts.quick ? 2_000 : 5_000;
       const started = await post(`${db.url}/api/tool-chains/run`, key, { plan: chain(20, 10, { stepId: "hold", ms: holdMs }), wait: false });

@@ -62,6 +62,31 @@ export function randomDag(n: number, seed: number, opts: DagOptions = {}): Dag {
   return { steps, ...analyse(steps), layers: layer };
 }
 
+/**
+ * Random NON-layered DAG: step i depends on 0–`maxDeps` distinct steps among the `window` before
+ * it (uniformly), so ready steps appear one by one as their own dependencies end, not in waves.
+ * Layered DAGs let a superstep engine (Send) look better than it is: a whole layer tends to
+ * become ready together. Durations are uniform integers in [minMs, maxMs].
+ */
+export function randomWindowDag(n: number, seed: number, opts: DagOptions & { window?: number } = {}): Dag {
+  const { minMs = 5, maxMs = 50, maxDeps = 3, window = 10 } = opts;
+  const rng = mulberry32(seed);
+  const steps: DagStep[] = [];
+  for (let i = 0; i < n; i++) {
+    const deps = new Set<number>();
+    const lo = Math.max(0, i - window);
+    if (i > 0) {
+      const k = randInt(rng, 0, maxDeps);
+      for (let j = 0; j < k; j++) deps.add(randInt(rng, lo, i - 1));
+    }
+    steps.push({ id: `s${i}`, ms: randInt(rng, minMs, maxMs), deps: [...deps].sort((a, b) => a - b) });
+  }
+  // "layers" here: the longest chain of steps (in step count), for the log line
+  const depth: number[] = [];
+  for (const s of steps) depth.push(1 + Math.max(0, ...s.deps.map((d) => depth[d]!)));
+  return { steps, ...analyse(steps), layers: Math.max(...depth) };
+}
+
 function analyse(steps: readonly DagStep[]): { criticalPathMs: number; totalWorkMs: number; rank: number[] } {
   const finish: number[] = [];
   let cp = 0;

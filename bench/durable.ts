@@ -11,7 +11,7 @@ import pg from "pg";
 import { z } from "zod";
 import { defineSkill } from "../src/skills/contract.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
-import { emitLine, log, median, now, round } from "./timing.js";
+import { emitLine, inPhase, log, median, now, round } from "./timing.js";
 
 import { noopPlan, type Shape } from "./overhead.js";
 
@@ -39,17 +39,17 @@ async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) 
   for (let r = 0; r < reps; r++) {
     // interleave, alternating which goes first
     const runs = [
-      async () => {
+      () => inPhase("runtime", async () => {
         const t0 = now();
         const v = await o.runtime.run(plan(n, shape)).result;
         if (v.status !== "completed") throw new Error(v.status);
         ours.push((now() - t0) / n);
-      },
-      async () => {
+      }),
+      () => inPhase("bare task() baseline", async () => {
         const t0 = now();
         await bare.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
         base.push((now() - t0) / n);
-      },
+      }),
     ];
     if (r % 2) runs.reverse();
     for (const f of runs) await f();

@@ -11,8 +11,8 @@
  */
 import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
-import { lowerBoundMs, randomDag, toPlan, type Dag } from "./dag.js";
-import { emitLine, log, maybeGc, median, now, round, sleep } from "./timing.js";
+import { lowerBoundMs, randomDag, randomWindowDag, toPlan, type Dag } from "./dag.js";
+import { emitLine, inPhase, log, maybeGc, median, now, round, sleep } from "./timing.js";
 
 export interface SchedulingOptions {
   sizes: number[];
@@ -22,7 +22,10 @@ export interface SchedulingOptions {
   repsFor: (steps: number) => number;
 }
 
-export async function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
+export function runRuntime(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
+  return inPhase("runtime", () => runRuntimeIn(dag, maxConcurrency));
+}
+async function runRuntimeIn(dag: Dag, maxConcurrency: number | undefined): Promise<number> {
   const rt = createRuntime();
   const plan = toPlan(dag, maxConcurrency);
   const t0 = now();
@@ -71,7 +74,10 @@ export function buildSendBaseline(dag: Dag, maxConcurrency: number | undefined) 
   return { graph, supersteps: () => supersteps };
 }
 
-export async function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+export function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+  return inPhase("LangGraph Send baseline", () => runSendBaselineIn(dag, maxConcurrency));
+}
+async function runSendBaselineIn(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
   const { graph, supersteps } = buildSendBaseline(dag, maxConcurrency);
   const t0 = now();
   const out = await graph.invoke({}, { configurable: { thread_id: "bench" }, recursionLimit: 1_000_000 });
@@ -79,6 +85,72 @@ export async function runSendBaseline(dag: Dag, maxConcurrency: number | undefin
   if (out.done.length !== dag.steps.length) throw new Error(`send baseline finished ${out.done.length}/${dag.steps.length} steps`);
   // routing rounds = executor supersteps (+1 for the final router call that ends the graph)
   return { ms, supersteps: supersteps() - 1 };
+}
+
+/** The floor for any scheduler: each step starts when the promises of its dependencies resolve. */
+export async function runReadyQueue(dag: Dag): Promise<number> {
+  const t0 = now();
+  const done: Promise<void>[] = [];
+  for (const s of dag.steps) done.push((s.deps.length ? Promise.all(s.deps.map((d) => done[d]!)) : Promise.resolve()).then(() => sleep(s.ms)));
+  await Promise.all(done);
+  return now() - t0;
+}
+
+/** Per-wave Promise.all: run every ready step, wait for all of them, repeat (no engine, same waves as Send). */
+export async function runWaves(dag: Dag): Promise<number> {
+  const t0 = now();
+  const done = new Uint8Array(dag.steps.length);
+  let left = dag.steps.length;
+  while (left > 0) {
+    const wave = dag.steps.map((s, i) => i).filter((i) => !done[i] && dag.steps[i]!.deps.every((d) => done[d]));
+    await Promise.all(wave.map((i) => sleep(dag.steps[i]!.ms)));
+    for (const i of wave) done[i] = 1;
+    left -= wave.length;
+  }
+  return now() - t0;
+}
+
+/**
+ * Random non-layered DAGs (each step depends on some of the 10 before it, 5–50 ms, unlimited
+ * concurrency): makespan / critical path for the runtime, a raw promise ready queue, LangGraph
+ * Send per step and per-wave Promise.all, interleaved per repetition; medians.
+ */
+export async function windowSuite(opts: { sizes: number[]; seed: number; reps: number }): Promise<void> {
+  for (const n of opts.sizes) {
+    const dag = randomWindowDag(n, opts.seed + n);
+    const cp = dag.criticalPathMs;
+    log(`scheduling (non-layered): ${n} steps, depth ${dag.layers}, critical path ${cp} ms, work ${dag.totalWorkMs} ms`);
+    const s = { runtime: [] as number[], readyQueue: [] as number[], send: [] as number[], waves: [] as number[] };
+    let supersteps = 0;
+    for (let r = 0; r < opts.reps; r++) {
+      maybeGc();
+      s.runtime.push(await runRuntime(dag, undefined));
+      maybeGc();
+      s.readyQueue.push(await runReadyQueue(dag));
+      maybeGc();
+      const send = await runSendBaseline(dag, undefined);
+      s.send.push(send.ms);
+      supersteps = send.supersteps;
+      maybeGc();
+      s.waves.push(await runWaves(dag));
+      log(`  rep ${r + 1}/${opts.reps}: runtime ${round(s.runtime.at(-1)! / cp, 3)}, ready queue ${round(s.readyQueue.at(-1)! / cp, 3)}, send ${round(send.ms / cp, 3)}, waves ${round(s.waves.at(-1)! / cp, 3)} (x critical path ${cp} ms)`);
+    }
+    emitLine({
+      suite: "scheduling",
+      shape: "non-layered",
+      steps: n,
+      maxConcurrency: "unlimited",
+      reps: opts.reps,
+      runtime: cellOf(s.runtime, cp),
+      readyQueue: cellOf(s.readyQueue, cp),
+      sendBaseline: { ...cellOf(s.send, cp), supersteps },
+      waves: cellOf(s.waves, cp),
+      runtimeOverReadyQueue: round(median(s.runtime) / median(s.readyQueue), 3),
+      criticalPathMs: cp,
+      totalWorkMs: dag.totalWorkMs,
+      depth: dag.layers,
+    });
+  }
 }
 
 export async function runSequential(dag: Dag): Promise<number> {

@@ -39,3 +39,15 @@ export const log = (...args: unknown[]): void => {
 export const emitLine = (obj: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ ...obj, load1: round(loadavg()[0]!, 2) })}\n`);
 };
+
+/** What is running now ("runtime", "send baseline", ...): warnings are attributed to it (bench/run.ts). */
+export const phase = { current: "other" };
+export async function inPhase<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const prev = phase.current;
+  phase.current = name;
+  try {
+    return await fn();
+  } finally {
+    phase.current = prev;
+  }
+}

@@ -15,6 +15,7 @@
  */
 import { task } from "@langchain/langgraph";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 const SCRATCHPAD = "__pregel_scratchpad";
 
@@ -53,6 +54,74 @@ export function callDurable<T>(config: LangGraphRunnableConfig, t: TaskIdentity,
     throw new Error("callDurable must run inside a LangGraph node (no scratchpad found)");
   }
   const { name, counter } = taskKey(t);
-  pad.callCounter = counter;
-  return task({ name }, fn)() as Promise<T>;
+  const parent = config.signal;
+  if (!parent) {
+    pad.callCounter = counter;
+    return task({ name }, fn)() as Promise<T>;
+  }
+  const fan = fanOut(parent);
+  const own = fan.child();
+  return withSignal(own.signal, () => {
+    pad.callCounter = counter;
+    return task({ name }, fn)() as Promise<T>;
+  }).finally(() => fan.release(own));
+}
+
+/**
+ * Why tasks get a signal of their own: a functional-API task inherits its node's signal through
+ * async-local config, and @langchain/core's `raceWithSignal` adds one abort listener per running
+ * task to it. A node with more than 10 tasks in flight then trips Node's
+ * MaxListenersExceededWarning on that signal (a fresh one per superstep, so raising the limit on
+ * the run's signal never reached it). Instead, the node's signal carries ONE listener that aborts
+ * the per-task controllers of the tasks in flight (same reason), and each task's controller
+ * leaves the set when the task settles: nothing grows with the width of the run.
+ */
+let inFlight = 0;
+/** Durable tasks in flight in this process, across runs (for soak and growth tests). */
+export function durableTasksInFlight(): number {
+  return inFlight;
+}
+
+class FanOut {
+  private readonly live = new Set<AbortController>();
+  constructor(private readonly parent: AbortSignal) {
+    parent.addEventListener("abort", () => {
+      for (const c of this.live) c.abort(parent.reason);
+      this.live.clear();
+    }, { once: true });
+  }
+  child(): AbortController {
+    const c = new AbortController();
+    inFlight++;
+    if (this.parent.aborted) c.abort(this.parent.reason);
+    else this.live.add(c);
+    return c;
+  }
+  release(c: AbortController): void {
+    inFlight--;
+    this.live.delete(c);
+  }
+}
+
+const fanOuts = new WeakMap<AbortSignal, FanOut>();
+function fanOut(parent: AbortSignal): FanOut {
+  let f = fanOuts.get(parent);
+  if (!f) fanOuts.set(parent, (f = new FanOut(parent)));
+  return f;
+}
+
+// @langchain/core keeps the current runnable config under this registered symbol in the
+// async-local store (singletons/async_local_storage). Its public runWithConfig builds a tracing
+// RunTree per call (~60 µs here, measured), too much per step: derive the store instead.
+const LC_CHILD_CONFIG = Symbol.for("lc:child_config");
+
+/** Run `fn` with the current async-local runnable config, its signal replaced. */
+function withSignal<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  const storage = AsyncLocalStorageProviderSingleton.getInstance();
+  const store = storage.getStore() as { extra?: Record<symbol, unknown> } | undefined;
+  const current = store?.extra?.[LC_CHILD_CONFIG] as Record<string, unknown> | undefined;
+  if (!store || !current) return fn();
+  const derived = Object.create(store) as { extra: Record<symbol, unknown> };
+  derived.extra = { ...store.extra, [LC_CHILD_CONFIG]: { ...current, signal } };
+  return storage.run(derived, fn) as Promise<T>;
 }

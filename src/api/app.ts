@@ -8,6 +8,7 @@
 import express, { type Express, type RequestHandler } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { localLive, type Live } from "../live/index.js";
+import { LocalViewCache, noViewCache } from "../live/view-cache.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { perIpRateLimit, perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
 import { describeInternalError, errorHandler, notFound, type InternalErrorInfo } from "./errors.js";
@@ -45,6 +46,8 @@ export interface AppLimits {
   streamsPerKey?: number;
   /** Finished runs' views kept in process, in bytes (JSON length). @default 32 MiB */
   finishedViewBytes?: number;
+  /** Views of unfinished runs cached in process when there is no Redis view cache (0: none). @default 16 MiB */
+  liveViewBytes?: number;
   /** One workspace's share of them. @default a quarter of finishedViewBytes */
   finishedViewBytesPerWorkspace?: number;
 }
@@ -111,7 +114,8 @@ export function createApp(opts: AppOptions): ApiApp {
   const service = new RunService({
     runtime,
     feeds: live.feeds,
-    cache: live.cache,
+    // without Redis, views of unfinished runs are cached in process, tagged with the run's version
+    cache: live.cache !== noViewCache || limits.liveViewBytes === 0 ? live.cache : new LocalViewCache((id) => runtime.viewVersion(id), { maxBytes: limits.liveViewBytes }),
     execution: opts.execution ?? "inline",
     maxWaitMs: limits.maxWaitMs ?? 300_000,
     finishedViews: { maxBytes: limits.finishedViewBytes, maxBytesPerWorkspace: limits.finishedViewBytesPerWorkspace },

@@ -4,6 +4,8 @@
  * current version is stale. The version is read before the view is computed, so a view computed
  * while the run changes is tagged with the older version and never served after the bump.
  */
+import { LRUCache } from "lru-cache";
+
 export type CacheLookup = { hit: { workspaceId: string; body: string } } | { miss: { version: string | null } };
 
 export interface ViewCache {
@@ -22,3 +24,50 @@ export const noViewCache: ViewCache = {
   invalidate: async () => undefined,
   close: async () => undefined,
 };
+
+export interface LocalViewCacheOptions {
+  /** All cached bodies together. @default 16 MiB */
+  maxBytes?: number;
+}
+
+/**
+ * The in-process cache (no REDIS_URL): an entry is tagged with the run's version as read from
+ * the database (Runtime.viewVersion: the run row's updated_at, moved by the same appends and syncs
+ * that bump the Redis version, plus lease owner, status, latest checkpoint and this process's
+ * live projection). Every lookup reads that version (one indexed query) instead of rebuilding the
+ * view from the checkpoint, so a change committed by any process sharing the database misses at
+ * once: nothing to publish, nothing lost when a signal is. Bounded by bytes (LRU).
+ */
+export class LocalViewCache implements ViewCache {
+  private readonly entries: LRUCache<string, { version: string; workspaceId: string; body: string }>;
+
+  constructor(private readonly versionOf: (runId: string) => Promise<string | null>, o: LocalViewCacheOptions = {}) {
+    this.entries = new LRUCache({ maxSize: Math.max(1, o.maxBytes ?? 16 * 1024 * 1024), sizeCalculation: (e) => Math.max(1, e.body.length) });
+  }
+
+  async lookup(runId: string): Promise<CacheLookup> {
+    // a failed version read is a miss that stores nothing: the uncached path reports the error
+    const version = await this.versionOf(runId).catch(() => null);
+    const e = version === null ? undefined : this.entries.get(runId);
+    if (e && e.version === version) return { hit: { workspaceId: e.workspaceId, body: e.body } };
+    return { miss: { version } };
+  }
+
+  async store(runId: string, version: string | null, workspaceId: string, body: string): Promise<void> {
+    if (version !== null) this.entries.set(runId, { version, workspaceId, body });
+  }
+
+  /** A change seen in this process: the entry would miss anyway; free it now. */
+  async invalidate(runId: string): Promise<void> {
+    this.entries.delete(runId);
+  }
+
+  /** Entries held (for growth checks). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  async close(): Promise<void> {
+    this.entries.clear();
+  }
+}

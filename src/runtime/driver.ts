@@ -4,7 +4,6 @@
  * (one transaction per batch, numbered there), keeps the live projection, delivers decisions
  * recorded by other processes to the running scheduler, and writes the final projection.
  */
-import { setMaxListeners } from "node:events";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Command } from "@langchain/langgraph";
 import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
@@ -75,8 +74,6 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   const events = new Channel<RunEvent>();
   const live = new LiveProjection();
   const stop = new AbortController();
-  // LangGraph adds one abort listener per running task to the run's signal: not a leak
-  setMaxListeners(0, stop.signal);
   // this drive's live controls (cancel signal, decision inbox): they end with it
   deps.controls.open(runId);
   const cancelFrom = (reason: string) => deps.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason || "cancelled by request"));

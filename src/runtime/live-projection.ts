@@ -17,12 +17,15 @@ export class LiveProjection {
   readonly waitingFor = new Map<string, WaitingFor>();
   /** Decisions handed to the live scheduler, for duplicate detection. */
   readonly decided = new Map<string, Decision>();
+  /** Events applied so far: part of the view cache's version (src/live/view-cache.ts). */
+  applied = 0;
 
   seed(pending: readonly PendingConfirmation[]): void {
     for (const p of pending) if (!this.status.has(p.stepId)) this.pending.set(p.stepId, p);
   }
 
   apply(e: RunEvent): void {
+    this.applied++;
     if (e.stepId !== undefined) {
       if (e.type === "step_waiting_for_limit") this.waitingFor.set(e.stepId, e.data.waitingFor as WaitingFor);
       else this.waitingFor.delete(e.stepId);

@@ -111,6 +111,9 @@ export class Runtime {
   private readonly graph: Graph;
   private readonly checkpointer: BaseCheckpointSaver;
   private readonly active = new Map<string, Drive>();
+  /** A number per drive started here (the view cache tells two drives of one run apart). */
+  private readonly driveSerial = new WeakMap<Drive, number>();
+  private drives = 0;
   private readonly allowSkill?: (name: string) => boolean;
   private readonly leaseTtlMs: number;
   private readonly decisionPollMs: number;
@@ -124,7 +127,7 @@ export class Runtime {
     const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
     this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
-    this.graph = compileToolchainGraph(this.env, this.checkpointer);
+    this.graph = compileToolchainGraph(this.env, this.store.viewGeneration ? watchPuts(this.checkpointer, (runId) => this.store.viewChanged?.(runId)) : this.checkpointer);
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -388,7 +391,9 @@ export class Runtime {
     if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
     const snap = await this.stateOf(runId);
     const values = snap.values as Partial<RunState>;
-    if (!values?.runId) {
+    // only the graph input is checkpointed (runId, plan; createdAt and the rest are written by the
+    // planner node): not started yet, like a run with no checkpoint (the soak hit this window)
+    if (!values?.runId || values.createdAt === undefined) {
       const stored = await this.store.getView(runId);
       if (stored) return stored;
       const row = await this.store.getRow(runId);
@@ -494,6 +499,19 @@ export class Runtime {
   }
 
   /** Runs executing in this process now. */
+  /**
+   * The version of what getRun and the API view are built from: the store's (embedded: kept in
+   * process; server: read from the row, step rows and latest checkpoint, any process) plus, for a run executing here, this drive's live projection. Null:
+   * the store cannot tell (no caching). A view computed after reading a version is at least that new.
+   */
+  async viewVersion(runId: string): Promise<string | null> {
+    const local = this.active.get(runId);
+    const mine = local ? `${this.driveSerial.get(local)}.${local.live.applied}` : "-";
+    if (this.store.viewGeneration) return `${this.store.viewGeneration(runId)}|${mine}`;
+    const stored = this.store.viewVersion ? await this.store.viewVersion(runId) : undefined;
+    return stored === undefined ? null : `${stored}|${mine}`;
+  }
+
   activeRuns(): string[] {
     return [...this.active.keys()];
   }
@@ -580,6 +598,7 @@ export class Runtime {
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);
+    this.driveSerial.set(drive, ++this.drives);
     // a caller that gives up (a request that timed out) releases a follow of another owner's drive
     const released = new AbortController();
     drive.result = drive.result.then(
@@ -647,4 +666,19 @@ function runLimits(coordinator: LimitCoordinator, store: RunStore): RunLimits {
 
 export function createRuntime(opts: RuntimeOptions = {}): Runtime {
   return new Runtime(opts);
+}
+
+/**
+ * The graph's checkpointer, reporting each checkpoint it saved (after the write) for the run
+ * (thread) it belongs to: the in-process view version of an embedded database moves with it.
+ */
+function watchPuts(saver: BaseCheckpointSaver, changed: (runId: string) => void): BaseCheckpointSaver {
+  const watched = Object.create(saver) as BaseCheckpointSaver;
+  watched.put = async (...args: Parameters<BaseCheckpointSaver["put"]>) => {
+    const out = await saver.put(...args);
+    const thread = args[0].configurable?.thread_id;
+    if (typeof thread === "string") changed(thread);
+    return out;
+  };
+  return watched;
 }

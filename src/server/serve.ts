@@ -82,6 +82,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
       maxWaitMs: bounded(env, "TOOLCHAIN_MAX_WAIT_MS", 300_000),
       streamsPerKey: bounded(env, "TOOLCHAIN_MAX_STREAMS_PER_KEY", 20, 1e6),
       finishedViewBytes: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES", 32 * 1024 * 1024, 2 ** 40),
+      liveViewBytes: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES", 16 * 1024 * 1024, 2 ** 40),
       ...(env.TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE ? { finishedViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
     },
     mcp: {

@@ -10,6 +10,7 @@ import type { RunView } from "../runtime/view.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
+import { ViewGenerations } from "./view-generations.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
@@ -23,9 +24,14 @@ export const EVENTS_CHANNEL = "toolchain_events";
 
 /** Change watchers per database (pool): every PgRunStore on one database in this process tells the same watchers. */
 const watchers = new WeakMap<pg.Pool, Set<RunChangeListener>>();
+/** View versions of an embedded database's runs, shared by every store on its pool. */
+const generations = new WeakMap<pg.Pool, ViewGenerations>();
 
 export class PgRunStore implements RunStore {
   private readonly runs: string;
+  /** LangGraph PostgresSaver's table in the same schema (read only, for viewVersion). */
+  private readonly checkpoints: string;
+  private readonly generations?: ViewGenerations;
   private readonly steps: string;
   private readonly events: string;
   private readonly decisions: string;
@@ -33,6 +39,13 @@ export class PgRunStore implements RunStore {
   constructor(private readonly db: Database) {
     this.runs = table(db, "tool_chain_runs");
     this.steps = table(db, "tool_chain_step_runs");
+    this.checkpoints = table(db, "checkpoints");
+    if (db.kind === "embedded") {
+      let g = generations.get(db.pool);
+      if (!g) generations.set(db.pool, (g = new ViewGenerations()));
+      this.generations = g;
+      this.viewGeneration = (runId) => g.current(runId);
+    }
     this.events = table(db, "tool_chain_event_logs");
     this.decisions = table(db, "tool_chain_decisions");
   }
@@ -277,6 +290,7 @@ export class PgRunStore implements RunStore {
        WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())`,
       [runId, owner, String(ttlMs)],
     );
+    if (rowCount) this.generations?.bump(runId);
     return rowCount === 1;
   }
 
@@ -290,6 +304,7 @@ export class PgRunStore implements RunStore {
 
   async releaseLease(runId: string, owner: string): Promise<void> {
     await this.db.pool.query(`UPDATE ${this.runs} SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
+    this.generations?.bump(runId);
   }
 
   async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
@@ -317,6 +332,7 @@ export class PgRunStore implements RunStore {
        RETURNING u.run_id`,
       [owner, String(ttlMs), limit],
     );
+    for (const r of rows) this.generations?.bump(r.run_id);
     return rows.map((r) => r.run_id);
   }
 
@@ -326,6 +342,7 @@ export class PgRunStore implements RunStore {
        WHERE run_id = $1 AND NOT (status IN ('completed','failed','cancelled','rolled_back','rollback_failed') AND pending_confirmations = '[]'::jsonb)`,
       [runId, reason],
     );
+    this.generations?.bump(runId);
   }
 
   async controlRequests(runId: string): Promise<ControlRequests> {
@@ -345,6 +362,12 @@ export class PgRunStore implements RunStore {
   }
 
   async recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
+    const out = await this.recordDriveFailureTx(runId, owner, error, policy, permanent);
+    this.generations?.bump(runId);
+    return out;
+  }
+
+  private recordDriveFailureTx(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
     return this.tx(async (c) => {
       const { rows } = await c.query(`SELECT drive_failures, lease_owner, status FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
       const r = rows[0];
@@ -424,6 +447,7 @@ export class PgRunStore implements RunStore {
 
   async markPruned(runIds: string[]): Promise<void> {
     if (runIds.length) await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [runIds]);
+    for (const id of runIds) this.generations?.bump(id);
   }
 
   async listRuns(q: ListRunsQuery): Promise<RunPage> {
@@ -467,6 +491,36 @@ export class PgRunStore implements RunStore {
     return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
+  /**
+   * One indexed read. updated_at moves with every append and sync (the changes that invalidate
+   * the Redis view cache), the lease owner with every drive start and end, the latest root
+   * checkpoint id with every superstep the graph saves (LangGraph's PostgresSaver in this schema,
+   * as openRuntime sets it up). A missing checkpoints table gives undefined: no caching.
+   */
+  /**
+   * Embedded Postgres belongs to this process: versions are kept in process (no query per GET).
+   * Every store method that writes a run bumps it; the runtime bumps it after checkpoint writes.
+   */
+  viewGeneration?: (runId: string) => number;
+  viewChanged(runId: string): void {
+    this.generations?.bump(runId);
+  }
+
+  async viewVersion(runId: string): Promise<string | undefined> {
+    if (runId.includes("\u0000")) return undefined;
+    const { rows } = await this.db.pool.query(
+      `SELECT r.updated_at::text AS u, r.last_seq AS q, r.status AS s, r.lease_owner AS o, r.cancel_requested_at::text AS c,
+         (SELECT max(k.checkpoint_id) FROM ${this.checkpoints} k WHERE k.thread_id = r.run_id AND k.checkpoint_ns = '') AS k
+       FROM ${this.runs} r WHERE r.run_id = $1`,
+      [runId],
+    ).catch((e: { code?: string }) => {
+      if (e?.code === "42P01") return { rows: [] as Record<string, unknown>[] }; // no checkpoints table here
+      throw e;
+    });
+    const r = rows[0];
+    return r ? JSON.stringify([r.u, r.q, r.s, r.o, r.c, r.k]) : undefined;
+  }
+
   onChange(listener: RunChangeListener): () => void {
     let set = watchers.get(this.db.pool);
     if (!set) watchers.set(this.db.pool, (set = new Set()));
@@ -475,6 +529,7 @@ export class PgRunStore implements RunStore {
   }
 
   private changed(c: RunChange): void {
+    this.generations?.bump(c.runId);
     for (const l of watchers.get(this.db.pool) ?? []) {
       try {
         l(c);

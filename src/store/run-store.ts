@@ -215,6 +215,19 @@ export interface RunStore extends EventLog, IntentLog {
    * syncs). Other processes learn of them through src/live (Postgres NOTIFY or Redis).
    */
   onChange(listener: RunChangeListener): () => void;
+  /**
+   * A string that changes whenever the stored inputs of the run's view change (its row, its step
+   * rows, its latest checkpoint), whichever process changed them; undefined when the run does not
+   * exist. Optional: a store without it gets no in-process view cache (src/live/view-cache.ts).
+   */
+  viewVersion?(runId: string): Promise<string | undefined>;
+  /**
+   * For a database only this process writes (embedded): the run's view version kept in process
+   * (bumped by every write of the run, here and through viewChanged). Preferred over viewVersion.
+   */
+  viewGeneration?: (runId: string) => number;
+  /** Something the view is built from changed outside the store (a checkpoint was written). */
+  viewChanged?(runId: string): void;
 }
 
 /**
