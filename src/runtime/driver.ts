@@ -67,7 +67,11 @@ export function outsideCallerContext<T>(fn: () => Promise<T>): Promise<T> {
   return AsyncLocalStorageProviderSingleton.getInstance().run(undefined, fn) as Promise<T>;
 }
 
-export type DriveInput = { input: GraphInput; seed: RunSeed } | Command | null;
+export interface DriveInput {
+  /** A new run's input, a resume, or null (continue from the checkpoint). */
+  input: GraphInput | Command | null;
+  seed: RunSeed;
+}
 
 export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, done: () => void): Drive {
   const { graph, store, owner, leaseTtlMs } = deps;
@@ -154,9 +158,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         ).finally(() => (polling = false));
       }, deps.decisionPollMs);
 
-      const fresh = start !== null && !(start instanceof Command);
-      const stream = await graph.stream((fresh ? start.input : start) as never, {
-        configurable: { thread_id: runId, ...(fresh ? { [SEED_KEY]: start.seed } : {}) },
+      const stream = await graph.stream(start.input as never, {
+        configurable: { thread_id: runId, [SEED_KEY]: start.seed },
         streamMode: ["custom"],
         recursionLimit: 1_000_000,
         // a superstep's checkpoint is saved before the next superstep starts: with "async", a

@@ -25,6 +25,7 @@ import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
+import type { RunSeed } from "../../graphs/io.js";
 import { MemoryLimits } from "../store/memory-limits.js";
 import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { buildRunView, type RunView } from "./view.js";
@@ -331,17 +332,20 @@ export class Runtime {
   /** The graph input that continues a run from where its checkpoint stands. */
   private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
     const snap = await this.stateOf(runId);
+    // every drive carries the run's seed: a process that died while the planner node ran (only the
+    // input checkpointed) continues it from the checkpoint, and the planner must still see the
+    // run's workspace and allowlist
+    const seed: RunSeed = { workspaceId: row.workspaceId, allowedSkills: row.planningInput ? row.planningInput.allowedSkills : null, createdAt: new Date(this.env.now()).toISOString() };
     if (!(snap.values as Partial<RunState>)?.runId) {
-      const createdAt = new Date(this.env.now()).toISOString();
       const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
       // a run from a request that never started: the planner node plans it
-      if (row.planningInput) return { input: { ...base, request: row.planningInput.request }, seed: { workspaceId: row.workspaceId, allowedSkills: row.planningInput.allowedSkills, createdAt } };
-      return { input: { ...base, plan: row.plan }, seed: { workspaceId: row.workspaceId, createdAt } };
+      if (row.planningInput) return { input: { ...base, request: row.planningInput.request }, seed };
+      return { input: { ...base, plan: row.plan }, seed };
     }
     const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
-    if (!interrupted) return null;
-    if (row.cancelRequest) return new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue });
-    return new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue });
+    if (!interrupted) return { input: null, seed };
+    if (row.cancelRequest) return { input: new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue }), seed };
+    return { input: new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue }), seed };
   }
 
   /**
