@@ -7,10 +7,11 @@
  * multiplexes every client onto it, so two pool clients could interleave their transactions.
  * One client serialises them (one process owns an embedded database).
  */
-import { chmodSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 
 export interface Database {
   pool: pg.Pool;
@@ -48,15 +49,75 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
   return openEmbedded(schema, opts.dataDir);
 }
 
+/** Embedded directories held by this process (a process may open its own directory again, e.g. tests). */
+const heldHere = new Map<string, number>();
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * PGlite is one process's database: a second process opening the same directory (the CLI beside
+ * `npm start`) would corrupt it. A lock file beside the directory names the holder; one left by
+ * a dead process (SIGKILL) is taken over.
+ */
+function lockEmbedded(dataDir: string): () => void {
+  const file = `${path.resolve(dataDir)}.lock`;
+  const release = () => {
+    const n = (heldHere.get(file) ?? 1) - 1;
+    if (n > 0) return void heldHere.set(file, n);
+    heldHere.delete(file);
+    try {
+      if (readFileSync(file, "utf8").trim() === String(process.pid)) unlinkSync(file);
+    } catch {
+      /* already gone */
+    }
+  };
+  if (heldHere.has(file)) {
+    heldHere.set(file, heldHere.get(file)! + 1);
+    return release;
+  }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx", mode: 0o600 });
+      heldHere.set(file, 1);
+      return release;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new ToolchainError(
+          ErrorCode.NOT_READY,
+          `the embedded database in ${dataDir} is in use by process ${pid} (\`npm start\`?): talk to that server (CLI: --url and --key), stop it, or set DATABASE_URL`,
+        );
+      }
+      unlinkSync(file); // left by a process that died
+    }
+  }
+}
+
 async function openEmbedded(schema: string, dataDir: string | undefined): Promise<Database> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  let unlock = () => {};
   if (dataDir) {
     // the database holds every workspace's plans, context and key hashes: owner only
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     chmodSync(dataDir, 0o700);
+    unlock = lockEmbedded(dataDir);
   }
-  const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  let db: InstanceType<typeof PGlite>;
+  try {
+    db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   // unix socket paths are limited to ~100 bytes: keep it short and private
   const sockDir = mkdtempSync(path.join(tmpdir(), "tcpg-"));
   const server = new PGLiteSocketServer({ db, path: path.join(sockDir, ".s.PGSQL.5432"), maxConnections: 4 });
@@ -72,6 +133,7 @@ async function openEmbedded(schema: string, dataDir: string | undefined): Promis
       await server.stop().catch(() => undefined);
       await db.close().catch(() => undefined);
       rmSync(sockDir, { recursive: true, force: true });
+      unlock();
     },
   };
 }

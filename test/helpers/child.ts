@@ -63,7 +63,7 @@ export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<s
     lines,
     exited,
     stderr: () => err,
-    waitFor(pred, timeoutMs = 30_000) {
+    waitFor(pred, timeoutMs = 60_000) {
       const hit = lines.find(pred);
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
