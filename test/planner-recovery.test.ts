@@ -53,6 +53,8 @@ describe(`a crash while planning (${postgresBackend.name})`, () => {
     h.result.catch(() => undefined);
     await waitFor(() => planner.calls.length === 1, { timeoutMs: 60_000, what: "the first planning call" });
     expect(planner.calls[0]).toEqual({ workspaceId: "ws-seed", qtableAllowed: false, coreAllowed: true });
+    // while only the graph's input is checkpointed, the run reads as not started (not a 500)
+    expect(["queued", "planning"]).toContain((await a.getRun(h.runId)).status);
     // the executor is gone (its lease taken, then expired): only the input is checkpointed
     const runs = `"${db.schema}".tool_chain_runs`;
     await db.pool.query(`UPDATE ${runs} SET lease_owner = 'dead-process', lease_expires_at = now() - interval '1 second' WHERE run_id = $1`, [h.runId]);
