@@ -19,7 +19,8 @@ export const GraphInputSchema = z
       "The ToolChainPlan to run: steps with stepId, skillName, arguments, dependsOn (see the README's plan format). Give this or `request`.",
     ),
     request: z.string().min(1).max(20_000).optional().describe("What to do, in words: the planner node writes the plan (used when no plan is given)."),
-    context: Obj().optional().describe('Facts the steps read through { "$ref": "context.<path>" }, e.g. { "table": { "id": "…" } }.'),
+    // any JSON value, as over the REST API (an object is what references can walk into)
+    context: z.unknown().optional().describe('Facts the steps read through { "$ref": "context.<path>" }, usually an object, e.g. { "table": { "id": "…" } }.'),
     memory: Obj().optional().describe('Initial chain memory, read through { "$ref": "memory.<key>" }.'),
     runId: z.string().min(1).max(200).optional().describe("The run's id (default: the thread id)."),
   })

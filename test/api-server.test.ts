@@ -143,5 +143,5 @@ describe(`the server process (${postgresBackend.name})`, () => {
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
-  });
+  }, 120_000);
 });

@@ -94,7 +94,8 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
   });
 
   test("finished views are cached under a byte bound, each workspace within its share", async () => {
-    const api = await serve({ limits: { finishedViewBytes: 200_000, finishedViewBytesPerWorkspace: 100_000 } });
+    // (the in-process live-view cache off: this is about the finished-view cache's bounds)
+    const api = await serve({ limits: { finishedViewBytes: 200_000, finishedViewBytesPerWorkspace: 100_000, liveViewBytes: 0 } });
     const finished = api.service.finished;
     const [keyA, keyB] = [await newKey(access, "views-a"), await newKey(access, "views-b")];
     const big = { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "x".repeat(10_000) } }] };
