@@ -81,7 +81,9 @@ class Decide implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     const rt = this.via === "a" ? r.a : r.b;
     const valid = !m.cancelled && (this.step === "p" || this.step === "q") && m.decided[this.step] === undefined && (this.round === undefined || this.round === 0);
-    const repeat = !m.cancelled && (this.step === "p" || this.step === "q") && m.decided[this.step] === this.decision && (this.round === undefined || this.round === 0);
+    // an exact repeat of a decision taken (a client retrying its request) answers with the run's
+    // current state and resumes nothing, also once the run was cancelled meanwhile
+    const repeat = (this.step === "p" || this.step === "q") && m.decided[this.step] === this.decision && (this.round === undefined || this.round === 0);
     let outcome: "ok" | string;
     try {
       const h = await rt.confirm(r.runId, { stepId: this.step, decision: this.decision, ...(this.round !== undefined ? { round: this.round } : {}) });
