@@ -275,7 +275,8 @@ export class Runtime {
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} waits for a decision of round ${pending.round ?? 0}, not round ${d.round}`);
     }
     if (!pending) {
-      const prevRound = d.round ?? (await this.lastRound(runId, d.stepId));
+      // (checkpoints pruned by retention: the decision table still knows a round-0 decision)
+      const prevRound = d.round ?? (await this.lastRound(runId, d.stepId)) ?? 0;
       const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
       if (prev && sameDecision(prev, decision)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
