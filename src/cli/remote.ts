@@ -8,6 +8,7 @@
  * `wait: false` (its id is needed to follow it) and is settled when, after one of its "may end"
  * events, its view is terminal or waiting.
  */
+import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { RunEvent } from "../kernel/events.js";
 import { Channel } from "../kernel/channel.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
@@ -95,29 +96,13 @@ export class RemoteBackend implements Backend {
       const body = (await res.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
       throw new CliError(body?.error?.code ?? `HTTP_${res.status}`, body?.error?.message ?? `event stream answered ${res.status}`);
     }
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
+    // the SSE wire format is parsed by eventsource-parser (comments, multi-line data, CRLF)
+    const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
-        buf += value.replace(/\r\n?/g, "\n");
-        let i: number;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          let event = "message";
-          const data: string[] = [];
-          for (const line of block.split("\n")) {
-            if (!line || line.startsWith(":")) continue;
-            const c = line.indexOf(":");
-            const field = c < 0 ? line : line.slice(0, c);
-            const val = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
-            if (field === "event") event = val;
-            else if (field === "data") data.push(val);
-          }
-          if (data.length) yield { event, data: data.join("\n") };
-        }
+        if (value.data) yield { event: value.event ?? "message", data: value.data };
       }
     } catch (e) {
       if ((e as Error).name !== "AbortError") throw e;
