@@ -10,6 +10,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
+import { RunViewSchema } from "../src/api/schemas.js";
 import { defineSkill } from "../src/skills/contract.js";
 import type { Runtime } from "../src/runtime/runtime.js";
 import { postgresBackend } from "./helpers/backends.js";
@@ -110,6 +111,9 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
       const before = ledger.total();
       const r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId: "w", skillName: "test.effect", arguments: { label: "q" } }] }, wait: false } });
       expect([r.status, r.body.status]).toEqual([202, "queued"]);
+      // a view read from the store (no checkpoint yet) has the contract's every field
+      RunViewSchema.parse(r.body);
+      RunViewSchema.parse((await call(api.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key: keyA })).body);
       const c = await call(api.url, "POST", `/api/tool-chains/runs/${r.body.runId}/cancel`, { key: keyA, body: { reason: "not needed" } });
       expect([c.status, c.body.status, c.body.steps[0].status]).toEqual([200, "cancelled", "cancelled"]);
       expect((await settledRow(r.body.runId)).status).toBe("cancelled");

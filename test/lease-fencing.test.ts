@@ -79,6 +79,8 @@ describe(`lease fencing (${postgresBackend.name})`, () => {
     const h = a.run({ steps: [{ stepId: "s", skillName: "test.slow_write", arguments: { label: "fenced", gate: "fenced" } }, { stepId: "t", skillName: "test.slow_write", dependsOn: ["s"], arguments: { label: "fenced-after" } }] });
     h.result.catch(() => undefined);
     await waitFor(() => gate("fenced").entered, { timeoutMs: 60_000, what: "step s running" });
+    // the start event is written beside the effect, not before it: take the snapshot once it landed
+    await waitFor(async () => (await a.events(h.runId)).some((e) => e.type === "step_started" && e.stepId === "s"), { timeoutMs: 30_000, what: "s's start recorded" });
     const before = await a.events(h.runId);
     // another process took the run over while this one was paused (its lease looked expired)
     const runs = `"${db.schema}".tool_chain_runs`;

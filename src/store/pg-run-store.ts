@@ -263,6 +263,7 @@ export class PgRunStore implements RunStore {
         finishedAt: iso(s?.finished_at ?? null),
         usedFallback: false,
         retrySuppressed: null,
+        waitingFor: null,
         rollback: s?.rollback_status ? { status: s.rollback_status, error: s.rollback_error ?? null } : null,
       };
     });
@@ -275,7 +276,7 @@ export class PgRunStore implements RunStore {
       memory: r.memory,
       result: r.result,
       error: r.error,
-      steps: stepViews as RunView["steps"],
+      steps: stepViews,
       pendingConfirmations: r.pending_confirmations,
       graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
       planning: r.planning ?? null,
