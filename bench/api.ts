@@ -2,8 +2,9 @@
  * API benchmarks on loopback (autocannon and raw HTTP clients against the real server stack):
  *   api.get_run       GET /api/tool-chains/runs/:id: requests/s and latency percentiles
  *                     (from Postgres, and from the Redis view cache when REDIS_URL is set)
- *   api.runs          POST /api/tool-chains/run (wait) of 20-step core.wait chains, 200 in flight:
- *                     sustained runs/s and run latency percentiles
+ *   api.runs_vs_bare  POST /api/tool-chains/run (wait) of 20-step core.wait chains, 200 in flight,
+ *                     beside bare LangGraph on the same saver; api.workers: 2 ÷ 1 worker processes
+ *                     (server Postgres). See api-throughput.ts.
  *   api.sse_fanout    500 SSE clients (another process) following one run: per-event delivery
  *                     latency percentiles (client receive time - event time) and completeness
  * autocannon runs in a worker thread, so the load generator does not share the server's loop.
@@ -18,6 +19,7 @@ import { createApp, type ApiApp } from "../src/api/app.js";
 import { openLive, type Live } from "../src/live/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
+import { runsVersusBare, workersRatio } from "./api-throughput.js";
 import { emitLine, log, round } from "./timing.js";
 
 interface Served {
@@ -27,9 +29,9 @@ interface Served {
   live: Live;
 }
 
-async function serve(o: Awaited<ReturnType<typeof openRuntime>>, access: PgAccessStore, redisUrl?: string, liveViewBytes?: number): Promise<Served> {
+async function serve(o: Awaited<ReturnType<typeof openRuntime>>, access: PgAccessStore, redisUrl?: string, liveViewBytes?: number, execution: "inline" | "queue" = "inline"): Promise<Served> {
   const live = await openLive({ store: o.runtime.store, db: o.db, redisUrl });
-  const api = createApp({ runtime: o.runtime, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000, liveViewBytes }, metrics: true });
+  const api = createApp({ runtime: o.runtime, execution, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000, liveViewBytes }, metrics: true });
   const server = createServer(api.app);
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -132,6 +134,8 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     const uncached = await serve(o, access, undefined, 0);
     served.push(uncached);
 
+    // BENCH_API=get: only the GET measurements; BENCH_API=runs: only the sustained runs
+    const only = process.env.BENCH_API;
     // ---- GET /runs/:id ----
     // a finished run (its view is immutable: kept in process), and a run waiting for confirmation
     // (computed from the checkpoint and the store on every request, or served by the Redis cache)
@@ -154,38 +158,29 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
       served.push(cached);
       targets.push([waiting.runId, "redis", cached, "waiting_confirmation"]);
     }
-    for (const [runId, cache, s, status] of targets) {
+    for (const [runId, cache, s, status] of only === "runs" ? [] : targets) {
       const r = await autocannon({ url: `${s.url}/api/tool-chains/runs/${runId}`, headers: { authorization: `Bearer ${key}` }, connections: 50, duration: opts.quick ? 3 : 10, workers: 1 });
       emitLine({ suite: "api", name: "get_run", backend, runStatus: status, cache, connections: 50, seconds: r.duration, reqPerSec: round(r.requests.average, 1), latencyMs: lat(r.latency), non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts });
       log(`api.get_run (${status}, cache ${cache}): ${round(r.requests.average, 0)} req/s, p99 ${r.latency.p99} ms`);
     }
     await post(`${db.url}/api/tool-chains/runs/${running.runId}/cancel`, key, { wait: true });
 
-    // BENCH_API=get: only the GET measurements
-    const only = process.env.BENCH_API;
-    // ---- sustained runs: 20-step core.wait chains, 200 in flight ----
+    // ---- sustained runs: 20-step core.wait chains, 200 in flight, beside bare LangGraph ----
     if (only !== "get") {
       const inFlight = opts.quick ? 50 : 200;
       // whole waves: with every run in flight progressing together, a time window would cut a wave
       const amount = inFlight * (opts.quick ? 2 : 3);
-      const stepMs = 5;
-      const r = await autocannon({
-        url: `${db.url}/api/tool-chains/run`,
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ plan: chain(20, stepMs) }),
-        connections: inFlight,
-        amount,
-        timeout: 600,
-        workers: 1,
-      });
-      emitLine({ suite: "api", name: "runs", backend, steps: 20, stepMs, inFlight, runs: amount, seconds: r.duration, runsPerSec: round(r["2xx"] / r.duration, 2), stepsPerSec: round((r["2xx"] * 20) / r.duration, 1), completedRuns: r["2xx"], runLatencyMs: lat(r.latency), non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts });
-      log(`api.runs: ${round(r["2xx"] / r.duration, 1)} runs/s with ${inFlight} in flight, p99 ${r.latency.p99} ms`);
-      await o.runtime.drain();
+      await runsVersusBare({ saver: o.saver, drain: () => o.runtime.drain() }, db.url, key, backend, amount, inFlight);
+      // server Postgres: an API-only process in front of 1, then 2 worker processes
+      if (o.db.kind === "server" && url) {
+        const queued = await serve(o, access, undefined, undefined, "queue");
+        served.push(queued);
+        await workersRatio(queued.url, key, { DATABASE_URL: url, TOOLCHAIN_SCHEMA: schema }, amount, inFlight);
+      }
     }
 
     // ---- SSE fan-out: 500 clients of one run (in a child process: not on the server's event loop) ----
-    if (only !== "get") {
+    if (only === undefined) {
       const clients = Number(process.env.BENCH_SSE_CLIENTS ?? (opts.quick ? 100 : 500));
       const holdMs = opts.quick ? 2_000 : 5_000;
       const started = await post(`${db.url}/api/tool-chains/run`, key, { plan: chain(20, 10, { stepId: "hold", ms: holdMs }), wait: false });

@@ -88,6 +88,9 @@ describe(`the server process (${postgresBackend.name})`, () => {
       await srv.close();
     }
     expect(() => configFromEnv({ TOOLCHAIN_API_KEYS: '[{"workspace":"x","key":"short"}]' })).toThrow(/TOOLCHAIN_API_KEYS/);
+    for (const bad of ["0", "-1", "x", "1.5", "100001"]) expect(() => configFromEnv({ TOOLCHAIN_WORKER_MAX_ACTIVE: bad })).toThrow(`Expected TOOLCHAIN_WORKER_MAX_ACTIVE to be an integer from`);
+    expect(configFromEnv({}).workerMaxActive).toBe(50);
+    expect(configFromEnv({ TOOLCHAIN_WORKER_MAX_ACTIVE: "200" }).workerMaxActive).toBe(200);
   });
 
   test("an API-only process (TOOLCHAIN_ROLE=api) queues runs; a worker executes them; waiting and streaming still work", async () => {

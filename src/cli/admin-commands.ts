@@ -43,11 +43,12 @@ export function registerAdminCommands(program: Command, register: Register): voi
 
   register(program.command("worker").summary("execute queued runs and take over runs of dead processes (server Postgres)"), async (ctx) => {
     localOnly(ctx, "worker");
+    const cfg = configFromEnv(); // validated TOOLCHAIN_WORKER_POLL_MS / TOOLCHAIN_WORKER_MAX_ACTIVE
     return withRuntime(async ({ runtime, db }) => {
       const retention = process.env.TOOLCHAIN_CHECKPOINT_RETENTION_HOURS;
       // publish this worker's run changes to API processes (Redis) and invalidate their cached views
       const live = await openLive({ store: runtime.store, db, redisUrl: process.env.REDIS_URL || undefined });
-      const stopWorker = runtime.startWorker({ pollMs: Number(process.env.TOOLCHAIN_WORKER_POLL_MS ?? 1_000), ...(retention ? { retainCheckpointsMs: Number(retention) * 3_600_000 } : {}) });
+      const stopWorker = runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive, ...(retention ? { retainCheckpointsMs: Number(retention) * 3_600_000 } : {}) });
       console.error(`worker ${runtime.owner} polling for runs`);
       await untilSignal();
       await stopWorker();

@@ -32,6 +32,8 @@ export interface ServeConfig {
   /** Run the worker loop here (queued runs, runs of dead processes). */
   worker: boolean;
   workerPollMs: number;
+  /** Runs one process executes at once before it stops claiming more (TOOLCHAIN_WORKER_MAX_ACTIVE). */
+  workerMaxActive: number;
   keys: ConfiguredKey[];
   /** Create a "local" workspace and print its key when no key exists. @default true when embedded */
   devKey: boolean;
@@ -48,9 +50,9 @@ export interface ServeConfig {
 const num = (v: string | undefined, d: number) => (v === undefined || v === "" ? d : Number(v));
 
 /** A non-negative integer from the environment, within what Node's timers (and sane memory) hold. */
-function bounded(env: NodeJS.ProcessEnv, name: string, d: number, max = MAX_TIMER_MS): number {
+function bounded(env: NodeJS.ProcessEnv, name: string, d: number, max = MAX_TIMER_MS, min = 0): number {
   const v = num(env[name], d);
-  if (!Number.isInteger(v) || v < 0 || v > max) throw new TypeError(`Expected ${name} to be an integer from 0 to ${max}, got "${env[name]}"`);
+  if (!Number.isInteger(v) || v < min || v > max) throw new TypeError(`Expected ${name} to be an integer from ${min} to ${max}, got "${env[name]}"`);
   return v;
 }
 
@@ -73,6 +75,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     execution: role === "api" ? "queue" : "inline",
     worker: role === "all",
     workerPollMs: bounded(env, "TOOLCHAIN_WORKER_POLL_MS", 1_000),
+    workerMaxActive: bounded(env, "TOOLCHAIN_WORKER_MAX_ACTIVE", 50, 100_000, 1),
     keys,
     devKey: env.TOOLCHAIN_DEV_KEY !== undefined ? env.TOOLCHAIN_DEV_KEY === "1" : !databaseUrl,
     limits: {
@@ -158,7 +161,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
     });
     const port = (server.address() as AddressInfo).port;
     const url = `http://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${port}`;
-    const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs }) : async () => undefined;
+    const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive }) : async () => undefined;
 
     log(`toolchain API on ${url} (${db.kind === "server" ? "Postgres server" : `embedded Postgres in ${cfg.dataDir}`}; live events via ${live.transport}${cfg.redisUrl ? " + Redis view cache" : ""}; ${cfg.worker ? "executing runs here" : "API only: runs are queued for workers"})`);
     log(`run console: ${url}/console (sign in with a workspace API key)`);

@@ -1,0 +1,144 @@
+/**
+ * Sustained throughput of 20-step chains (core.wait, 5 ms a step), `inFlight` at once:
+ *   api.runs_vs_bare  the runtime through its HTTP API (POST /run, wait) beside bare LangGraph
+ *                     running the same chains (one node, one task() per step) on the same
+ *                     PostgresSaver at the same concurrency, in one process run: steps/s ratio.
+ *   api.workers       server Postgres only: an API-only process (TOOLCHAIN_ROLE=api) in front of
+ *                     1, then 2 `toolchain worker` child processes: steps/s and the 2 ÷ 1 ratio.
+ * The bare baseline is measured before and after the runtime (median of both) so drift in the
+ * machine's load shows up as their spread, printed beside the ratio.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { loadavg } from "node:os";
+import path from "node:path";
+import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
+import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import autocannon from "autocannon";
+import { emitLine, log, now, round, sleep } from "./timing.js";
+
+export const STEPS = 20;
+export const STEP_MS = 5;
+
+/** A 20-step chain of core.wait steps, as the API takes it. */
+export const waitChain = () => ({
+  steps: Array.from({ length: STEPS }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: i ? [`s${i - 1}`] : [], arguments: { ms: STEP_MS, value: i } })),
+});
+
+/** The same chain in bare LangGraph: one node awaiting one task() per step (each waits STEP_MS). */
+function bareChainGraph(saver: PostgresSaver) {
+  const S = Annotation.Root({ n: Annotation<number> });
+  return new StateGraph(S)
+    .addNode("work", async (s: typeof S.State) => {
+      for (let i = 0; i < s.n; i++) await task({ name: `s${i}` }, async (v: number) => (await sleep(STEP_MS), v))(i);
+      return {};
+    })
+    .addEdge(START, "work")
+    .addEdge("work", END)
+    .compile({ checkpointer: saver });
+}
+
+/** `runs` invocations of the bare graph, `inFlight` at a time; steps/s. */
+export async function bareThroughput(saver: PostgresSaver, runs: number, inFlight: number): Promise<{ stepsPerSec: number; seconds: number }> {
+  const graph = bareChainGraph(saver);
+  let next = 0;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < runs) {
+        next++;
+        await graph.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } });
+      }
+    }),
+  );
+  const seconds = (now() - t0) / 1_000;
+  return { stepsPerSec: round((runs * STEPS) / seconds, 1), seconds: round(seconds, 1) };
+}
+
+/** `runs` POST /run (wait: true) of the chain through `url`, `inFlight` connections; steps/s. */
+export async function apiThroughput(url: string, key: string, runs: number, inFlight: number) {
+  const r = await autocannon({
+    url: `${url}/api/tool-chains/run`,
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ plan: waitChain() }),
+    connections: inFlight,
+    amount: runs,
+    timeout: 600,
+    workers: 1,
+  });
+  const p = r.latency;
+  return {
+    stepsPerSec: round((r["2xx"] * STEPS) / r.duration, 1),
+    runsPerSec: round(r["2xx"] / r.duration, 2),
+    seconds: r.duration,
+    completedRuns: r["2xx"],
+    runLatencyMs: { p50: p.p50, p99: p.p99, max: p.max },
+    failed: r.non2xx + r.errors + r.timeouts,
+  };
+}
+
+/** The runtime through the API beside bare LangGraph on the same saver: bare, runtime, bare. */
+export async function runsVersusBare(o: { saver: PostgresSaver; drain: () => Promise<void> }, url: string, key: string, backend: string, runs: number, inFlight: number): Promise<void> {
+  const bare1 = await bareThroughput(o.saver, runs, inFlight);
+  const load0 = loadavg()[0]!;
+  const ours = await apiThroughput(url, key, runs, inFlight);
+  await o.drain();
+  const bare2 = await bareThroughput(o.saver, runs, inFlight);
+  const bare = (bare1.stepsPerSec + bare2.stepsPerSec) / 2;
+  emitLine({
+    suite: "api",
+    name: "runs_vs_bare",
+    backend,
+    steps: STEPS,
+    stepMs: STEP_MS,
+    inFlight,
+    runs,
+    runtime: ours,
+    bareStepsPerSec: [bare1.stepsPerSec, bare2.stepsPerSec],
+    ratio: round(ours.stepsPerSec / bare, 2),
+    target: 0.66,
+    load1AtStart: round(load0, 2),
+  });
+  log(`api.runs_vs_bare: ${ours.stepsPerSec} steps/s through the API vs ${round(bare, 1)} bare (${round(ours.stepsPerSec / bare, 2)}×)`);
+}
+
+/** A `toolchain worker` process on the given schema; resolves once it polls. */
+function startWorker(env: Record<string, string>): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "worker"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    proc.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      if (err.includes("polling for runs")) resolve(proc);
+    });
+    proc.once("exit", (code) => reject(new Error(`worker exited (${code}): ${err.slice(-500)}`)));
+  });
+}
+
+async function stopWorker(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once("exit", r));
+  p.kill("SIGTERM");
+  await Promise.race([gone, sleep(10_000).then(() => p.kill("SIGKILL"))]);
+}
+
+/**
+ * Server Postgres: the API (this process, queue mode) in front of 1 then 2 worker processes,
+ * the same load each time. Each worker may hold every run in flight (TOOLCHAIN_WORKER_MAX_ACTIVE).
+ */
+export async function workersRatio(apiUrl: string, key: string, env: { DATABASE_URL: string; TOOLCHAIN_SCHEMA: string }, runs: number, inFlight: number): Promise<void> {
+  const results: Record<string, Awaited<ReturnType<typeof apiThroughput>>> = {};
+  for (const n of [1, 2]) {
+    const workers = await Promise.all(
+      Array.from({ length: n }, () => startWorker({ ...env, TOOLCHAIN_WORKER_POLL_MS: "20", TOOLCHAIN_WORKER_MAX_ACTIVE: String(inFlight), REDIS_URL: "" })),
+    );
+    try {
+      results[n] = await apiThroughput(apiUrl, key, runs, inFlight);
+    } finally {
+      await Promise.all(workers.map(stopWorker));
+    }
+    log(`api.workers: ${n} worker(s): ${results[n]!.stepsPerSec} steps/s`);
+  }
+  emitLine({ suite: "api", name: "workers", backend: "postgres-server", steps: STEPS, stepMs: STEP_MS, inFlight, runs, oneWorker: results[1], twoWorkers: results[2], ratio: round(results[2]!.stepsPerSec / results[1]!.stepsPerSec, 2) });
+}
