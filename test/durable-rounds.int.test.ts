@@ -78,7 +78,12 @@ describe("decisions answer one wait; durable tasks are per attempt and round", (
     await killedAt(st, ["recover"], "effect_returned:1");
     const r = reportOf(await runToEnd(st, ["recover"]));
     expect(r.report.status).toBe("completed");
-    expect(r.report.steps[0]).toMatchObject({ stepId: "w", attempts: 2, output: { label: "w", reconciled: true } });
+    expect(r.report.steps[0]).toMatchObject({ stepId: "w", output: { label: "w", reconciled: true } });
+    // 2 when reconcile(attempt 1)'s saved "not applied" reached the checkpoint before crash 2;
+    // LangGraph saves a task's result in the background, so under load it may not have: then the
+    // next process asks reconcile(attempt 1) again, which now finds the effect (attempt 1 of a
+    // step that completed). Either way the effect ran once and was never retried.
+    expect([1, 2]).toContain(r.report.steps[0]!.attempts);
     expect(countBy(r.effects)).toEqual({ w: 1 });
   }, 300_000);
 
