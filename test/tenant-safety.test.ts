@@ -121,6 +121,30 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     expect([old.status, old.headers.get("x-cache")]).toEqual([200, "miss"]);
   }, 180_000);
 
+  test("unfinished runs' views are cached under a byte bound, each workspace within its share", async () => {
+    const api = await serve({ limits: { liveViewBytes: 200_000, liveViewBytesPerWorkspace: 100_000 } });
+    const [keyA, keyB] = [await newKey(access, "live-views-a"), await newKey(access, "live-views-b")];
+    const big = { steps: [{ ...waitingPlan.steps[0]!, arguments: { value: "x".repeat(10_000) } }, waitingPlan.steps[1]!] };
+    const get = (key: string, runId: string) => call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key });
+    const b = await call(api.url, "POST", "/api/tool-chains/run", { key: keyB, body: { plan: waitingPlan } });
+    expect(b.body.status).toBe("waiting_confirmation");
+    expect((await get(keyB, b.body.runId)).headers.get("x-cache")).toBe("miss");
+    expect((await get(keyB, b.body.runId)).headers.get("x-cache")).toBe("hit");
+    // A polls many large waiting runs: its own older views make room, B's stays
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await call(api.url, "POST", "/api/tool-chains/run", { key: keyA, body: { plan: big } });
+      expect(r.body.status).toBe("waiting_confirmation");
+      ids.push(r.body.runId);
+      for (let k = 0; k < 2; k++) expect((await get(keyA, r.body.runId)).status).toBe(200);
+    }
+    expect((await get(keyA, ids.at(-1)!)).headers.get("x-cache")).toBe("hit");
+    expect((await get(keyB, b.body.runId)).headers.get("x-cache")).toBe("hit");
+    // each view is ~30 KB: A's first ones were dropped for its newer ones (recomputed on demand)
+    const first = await get(keyA, ids[0]!);
+    expect([first.status, first.headers.get("x-cache"), first.body.status]).toEqual([200, "miss", "waiting_confirmation"]);
+  }, 180_000);
+
   test("open event streams are capped per key: 429 TOO_MANY_STREAMS; other keys unaffected; a slot frees when a stream ends", async () => {
     const api = await serve({ limits: { streamsPerKey: 2 } });
     const [key, other] = [await newKey(access, "streams-a"), await newKey(access, "streams-b")];

@@ -50,6 +50,8 @@ export interface AppLimits {
   liveViewBytes?: number;
   /** One workspace's share of them. @default a quarter of finishedViewBytes */
   finishedViewBytesPerWorkspace?: number;
+  /** One workspace's share of the live views. @default a quarter of liveViewBytes */
+  liveViewBytesPerWorkspace?: number;
 }
 
 export interface AppOptions {
@@ -115,7 +117,7 @@ export function createApp(opts: AppOptions): ApiApp {
     runtime,
     feeds: live.feeds,
     // without Redis, views of unfinished runs are cached in process, tagged with the run's version
-    cache: live.cache !== noViewCache || limits.liveViewBytes === 0 ? live.cache : new LocalViewCache((id) => runtime.viewVersion(id), { maxBytes: limits.liveViewBytes }),
+    cache: live.cache !== noViewCache || limits.liveViewBytes === 0 ? live.cache : new LocalViewCache((id) => runtime.viewVersion(id), { maxBytes: limits.liveViewBytes, maxBytesPerWorkspace: limits.liveViewBytesPerWorkspace }),
     execution: opts.execution ?? "inline",
     maxWaitMs: limits.maxWaitMs ?? 300_000,
     finishedViews: { maxBytes: limits.finishedViewBytes, maxBytesPerWorkspace: limits.finishedViewBytesPerWorkspace },

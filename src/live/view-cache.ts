@@ -4,7 +4,7 @@
  * current version is stale. The version is read before the view is computed, so a view computed
  * while the run changes is tagged with the older version and never served after the bump.
  */
-import { LRUCache } from "lru-cache";
+import { WorkspaceLru } from "./workspace-lru.js";
 
 export type CacheLookup = { hit: { workspaceId: string; body: string } } | { miss: { version: string | null } };
 
@@ -28,6 +28,8 @@ export const noViewCache: ViewCache = {
 export interface LocalViewCacheOptions {
   /** All cached bodies together. @default 16 MiB */
   maxBytes?: number;
+  /** One workspace's bodies together (one tenant polling many runs cannot evict the others'). @default a quarter of maxBytes */
+  maxBytesPerWorkspace?: number;
 }
 
 /**
@@ -36,13 +38,14 @@ export interface LocalViewCacheOptions {
  * that bump the Redis version, plus lease owner, status, latest checkpoint and this process's
  * live projection). Every lookup reads that version (one indexed query) instead of rebuilding the
  * view from the checkpoint, so a change committed by any process sharing the database misses at
- * once: nothing to publish, nothing lost when a signal is. Bounded by bytes (LRU).
+ * once: nothing to publish, nothing lost when a signal is. Bounded by bytes (LRU), each workspace
+ * within its share.
  */
 export class LocalViewCache implements ViewCache {
-  private readonly entries: LRUCache<string, { version: string; workspaceId: string; body: string }>;
+  private readonly entries: WorkspaceLru<{ version: string; workspaceId: string; body: string }>;
 
   constructor(private readonly versionOf: (runId: string) => Promise<string | null>, o: LocalViewCacheOptions = {}) {
-    this.entries = new LRUCache({ maxSize: Math.max(1, o.maxBytes ?? 16 * 1024 * 1024), sizeCalculation: (e) => Math.max(1, e.body.length) });
+    this.entries = new WorkspaceLru({ maxBytes: o.maxBytes ?? 16 * 1024 * 1024, maxBytesPerWorkspace: o.maxBytesPerWorkspace });
   }
 
   async lookup(runId: string): Promise<CacheLookup> {
@@ -65,6 +68,11 @@ export class LocalViewCache implements ViewCache {
   /** Entries held (for growth checks). */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Bytes held now (all entries; one workspace's). */
+  bytes(workspaceId?: string): number {
+    return this.entries.bytes(workspaceId);
   }
 
   async close(): Promise<void> {

@@ -87,6 +87,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
       finishedViewBytes: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES", 32 * 1024 * 1024, 2 ** 40),
       liveViewBytes: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES", 16 * 1024 * 1024, 2 ** 40),
       ...(env.TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE ? { finishedViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
+      ...(env.TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE ? { liveViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
     },
     mcp: {
       elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
