@@ -11,6 +11,9 @@
  * latency (a chain step's start minus its predecessor's end, from the stored events). Run node
  * with --expose-gc (`node --expose-gc --import tsx bench/run.ts soak`) for heap samples taken
  * after a full collection.
+ * One run in 20 is the QTable reference chain (examples/approval-system.plan.json: split → estimate ‖
+ * describe → Gantt → create records, confirmed at "create"): each such run's records must be in the
+ * table exactly once (the table holds exactly the records the completed runs report).
  * A wave of runs is started by a runner per slot; run latency includes the confirmation round trip.
  */
 import { createServer } from "node:http";
@@ -25,6 +28,7 @@ import { PgAccessStore } from "../src/store/pg-access-store.js";
 import { TERMINAL_RUN } from "../src/kernel/status.js";
 import { durableTasksInFlight } from "../graphs/durable-task.js";
 import type { RunControls } from "../src/runtime/controls.js";
+import { loadDemoPlan } from "../src/cli/demo.js";
 import { emitLine, log, maybeGc, now, round, sleep } from "./timing.js";
 
 const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]! : null);
@@ -50,7 +54,9 @@ const effectSkill = defineSkill({
   },
 });
 
-type Kind = "ok" | "fail" | "cancel";
+type Kind = "ok" | "fail" | "cancel" | "qtable";
+/** The step each kind waits at for a human. */
+const confirmStep = (k: Kind) => (k === "qtable" ? "create" : "pub");
 
 /** 20 steps: waits, an effect (w1), waits, a confirmed effect (pub), waits, and a last step that fails for "fail" runs. */
 const CHAIN = Array.from({ length: 20 }, (_, i) => (i === 8 ? "w1" : i === 14 ? "pub" : i === 19 ? "last" : `s${i}`));
@@ -71,12 +77,15 @@ function soakPlan(kind: Kind) {
 export async function soakSuite(opts: { runs: number; inFlight: number }): Promise<void> {
   const url = process.env.DATABASE_URL || undefined;
   const schema = `bench_soak_${Date.now().toString(36)}`;
-  const o = await openRuntime({ databaseUrl: url, dataDir: ":memory:", schema, poolSize: 10, skills: [effectSkill], qtable: false, decisionPollMs: 200 });
+  const o = await openRuntime({ databaseUrl: url, dataDir: ":memory:", schema, poolSize: 10, skills: [effectSkill], decisionPollMs: 200 });
   const backend = o.db.kind === "server" ? "postgres-server" : "postgres-embedded";
   const rt = o.runtime;
   const access = new PgAccessStore(o.db);
   await access.ensureWorkspace("soak");
   const key = (await access.createKey("soak")).key;
+  const table = await o.tables!.ensureWorkspace("soak");
+  const qtablePlan = loadDemoPlan() as { steps: unknown[] };
+  const qtableContext = { goal: "Plan an approval system with multi-level sign-off, e-mail notifications and an audit log", table: { id: table.id }, startDate: "2026-12-21", holidays: ["2026-12-25"] };
   const live = await openLive({ store: rt.store, db: o.db });
   const api = createApp({ runtime: rt, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000 }, metrics: false });
   const server = createServer(api.app);
@@ -93,7 +102,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     if (events.some((e) => e.type === "run_completed" || e.type === "run_failed")) ended.get(runId)?.();
   });
 
-  const kinds = Array.from({ length: opts.runs }, (_, i): Kind => (i % 20 === 7 ? "fail" : i % 20 === 13 ? "cancel" : "ok"));
+  const kinds = Array.from({ length: opts.runs }, (_, i): Kind => (i % 20 === 7 ? "fail" : i % 20 === 13 ? "cancel" : i % 20 === 3 ? "qtable" : "ok"));
   const runIds: string[] = [];
   const kindOf = new Map<string, Kind>();
   const runMs: number[] = [];
@@ -103,6 +112,8 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   const errors: string[] = [];
 
   // concurrent client 1: answers every waiting confirmation through the API
+  /** runs a confirm was accepted for (a run still listed as waiting on the next page is confirmed again: an exact repeat, answered ok) */
+  const confirmedRuns = new Set<string>();
   let confirmed = 0;
   const confirmer = (async () => {
     while (!stop) {
@@ -110,8 +121,13 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
       const waiting = ((page?.body as { runs?: { runId: string }[] } | undefined)?.runs ?? []);
       // a page at a time, its confirmations in parallel (an operator console with many tabs)
       await Promise.all(waiting.map(async (w) => {
-        const r = await http("POST", `/runs/${w.runId}/confirm`, { stepId: "pub", decision: "approve", wait: false }).catch((e) => ({ status: 0, body: String(e) }));
-        if (r.status < 300) confirmed++;
+        const kind = kindOf.get(w.runId);
+        if (!kind) return; // its runner has not recorded it yet: next page
+        const r = await http("POST", `/runs/${w.runId}/confirm`, { stepId: confirmStep(kind), decision: "approve", wait: false }).catch((e) => ({ status: 0, body: String(e) }));
+        if (r.status < 300) {
+          confirmed++;
+          confirmedRuns.add(w.runId);
+        }
         else if (r.status !== 409) errors.push(`confirm ${w.runId}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
       }));
       await sleep(waiting.length ? 5 : 50);
@@ -161,7 +177,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     while (next < kinds.length) {
       const kind = kinds[next++]!;
       const a = now();
-      const h = rt.run(soakPlan(kind), { workspaceId: "soak" });
+      const h = kind === "qtable" ? rt.run(qtablePlan, { workspaceId: "soak", context: qtableContext }) : rt.run(soakPlan(kind), { workspaceId: "soak" });
       runIds.push(h.runId);
       kindOf.set(h.runId, kind);
       const done = new Promise<void>((r) => ended.set(h.runId, r));
@@ -193,6 +209,8 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   const stuck: string[] = [];
   const badEffects: string[] = [];
   const startLag: number[] = [];
+  /** record ids the completed QTable runs report */
+  const reported: string[] = [];
   for (const id of runIds) {
     const row = await rt.store.getRow(id);
     if (!row) {
@@ -206,6 +224,14 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     if (kindOf.get(id) === "cancel" && row.status === "completed") (answer && !TERMINAL_RUN.has(answer as never) ? cancelIgnored : cancelLate).push(id);
     if (!TERMINAL_RUN.has(row.status) || row.leaseOwner || row.pendingConfirmations.length) stuck.push(`${id}: ${row.status} lease=${row.leaseOwner} pending=${row.pendingConfirmations.length}`);
     const kind = kindOf.get(id)!;
+    if (kind === "qtable") {
+      // its records: reported by the create step, checked against the table below
+      const view = await rt.getRun(id);
+      const ids = (view.steps.find((st) => st.stepId === "create")?.output as { recordIds?: string[] } | null)?.recordIds ?? [];
+      if (row.status !== "completed" || !ids.length) badEffects.push(`${id} (qtable, ${row.status}): ${ids.length} records reported`);
+      for (const r of ids) reported.push(r);
+      continue;
+    }
     for (const step of ["w1", "pub"]) {
       const k = `${id}:${step}`;
       const e = effects.get(k) ?? 0;
@@ -222,6 +248,18 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
       if (end && start) startLag.push(Date.parse(start) - Date.parse(end));
     }
   }
+  // the table holds exactly the reported records, each once
+  const stored: string[] = [];
+  for (let cursor: string | undefined; ; ) {
+    const page = (await o.tables!.listRecords("soak", table.id, { limit: 500, cursor }))!;
+    stored.push(...page.records.map((r) => r.id));
+    if (!page.nextCursor) break;
+    cursor = page.nextCursor;
+  }
+  const storedSet = new Set(stored);
+  if (stored.length !== reported.length || reported.some((r) => !storedSet.has(r)) || new Set(reported).size !== reported.length) {
+    badEffects.push(`qtable: ${reported.length} records reported by completed runs, ${stored.length} in the table (${storedSet.size} distinct)`);
+  }
   const half = samples.slice(Math.floor(samples.length / 2));
   const summary = (k: string) => ({ first: half[0]?.[k], last: half.at(-1)?.[k], max: Math.max(...half.map((s) => s[k]!)) });
   const after = { activeDrives: rt.activeRuns().length, liveControls: (rt.env.controls as RunControls).size(), tasksInFlight: durableTasksInFlight(), benchWaiters: ended.size };
@@ -233,15 +271,16 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
     inFlight: opts.inFlight,
     seconds: round(seconds, 1),
     runsPerSec: round(opts.runs / seconds, 2),
-    stepsPerSec: round((opts.runs * 20) / seconds, 1),
+    stepsPerSec: round(kinds.reduce((n, k) => n + (k === "qtable" ? qtablePlan.steps.length : 20), 0) / seconds, 1),
     statuses: statusCount,
     kindToStatus: byKind,
     cancelAcceptedButCompleted: cancelIgnored.length,
     cancelAfterCompletion: cancelLate.length,
-    confirmedByClient: confirmed,
+    confirmedByClient: { runs: confirmedRuns.size, requests: confirmed },
     cancelledByClient: cancelled,
     lostOrStuck: stuck.length,
     effectViolations: badEffects.length,
+    qtable: { runs: kinds.filter((k) => k === "qtable").length, recordsReported: reported.length, recordsInTable: stored.length },
     clientErrors: errors.length,
     stepStartLatencyMs: { p50: pct(startLag, 50), p99: pct(startLag, 99), max: startLag.length ? Math.max(...startLag) : null, samples: startLag.length },
     runLatencyMs: { p50: round(pct(runMs, 50) ?? 0, 0), p99: round(pct(runMs, 99) ?? 0, 0) },
