@@ -6,6 +6,8 @@
  */
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { coreSkills } from "../skills/core/index.js";
+import { MemoryTableStore } from "../skills/qtable/memory-store.js";
+import { qtableSkills } from "../skills/qtable/index.js";
 import { SkillRegistry } from "../src/skills/registry.js";
 import { makeApprovalNode } from "./approval-node.js";
 import { makeCompensationNode } from "./compensation-node.js";
@@ -61,5 +63,10 @@ export function compileToolchainGraph(env: RuntimeEnv, checkpointer?: BaseCheckp
   return buildToolchainGraph(env).compile({ checkpointer, name: "toolchain" });
 }
 
-/** For langgraph.json / LangGraph Studio: the graph over the built-in skills. */
-export const graph = compileToolchainGraph(defaultEnv(new SkillRegistry(coreSkills)));
+/**
+ * For langgraph.json / LangGraph Studio: the graph over the built-in skills, core.* and the QTable
+ * pack on an in-memory table store (the dev server is a debugger: its threads and these tables
+ * live in its process), so the README's approval-system chain and `{ request }` inputs planned by
+ * the fallback planner run there as they do through the API.
+ */
+export const graph = compileToolchainGraph(defaultEnv(new SkillRegistry([...coreSkills, ...qtableSkills({ store: new MemoryTableStore() })])));

@@ -3,9 +3,10 @@
  * in-memory API server, analytics off, a free loopback port: 2024 is taken on these machines)
  * and its SDK, started from this checkout as a new user would (no .env). Two parallel
  * confirmations answered one at a time with `Command({ resume })`, a bad resume value, a forged
- * `steps` input and an invalid plan.
+ * `steps` input, an invalid plan, and the QTable approval-system chain (given, and planned from a request).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -64,7 +65,7 @@ const twoConfirmations = {
   ],
 };
 
-type Pending = { stepId: string; round: number; kind: string; arguments: unknown };
+type Pending = { stepId: string; skillName: string; round: number; kind: string; arguments: unknown };
 type Payload = { type: string; runId: string; pending: Pending[]; resume: { shape: string; example: unknown }; resumeError?: { code: string; message: string } };
 
 async function interruptOf(threadId: string): Promise<Payload | undefined> {
@@ -129,6 +130,22 @@ describe("LangGraph dev server and SDK", () => {
     expect(runs.map((r) => r.status)).toEqual(["error"]);
     const st = await client.threads.getState(thread.thread_id);
     expect((st.values as { steps?: unknown }).steps ?? {}).toEqual({});
+  });
+
+  test("the README's approval-system chain (QTable pack) and a request planned in the graph: waits at the records, approved, records created", async () => {
+    const plan = JSON.parse(readFileSync("examples/approval-system.plan.json", "utf8"));
+    const context = JSON.parse(readFileSync("examples/approval-system.context.json", "utf8"));
+    for (const input of [{ plan, context }, { request: "plan an approval system, estimate the effort, build a timeline and put the tasks into the current table", context }]) {
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, "toolchain", { input });
+      const waiting = await interruptOf(thread.thread_id);
+      const create = waiting?.pending.find((p) => p.skillName === "qtable.task.records.create");
+      expect(create, JSON.stringify(waiting)).toBeDefined();
+      const final = (await client.runs.wait(thread.thread_id, "toolchain", { command: { resume: { decisions: { [create!.stepId]: { decision: "approve" } } } } })) as Record<string, any>;
+      expect(final.status).toBe("completed");
+      const ids = final.steps[create!.stepId].output.recordIds as string[];
+      expect(ids.length).toBeGreaterThan(2);
+    }
   });
 
   test.each([
