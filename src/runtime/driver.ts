@@ -33,6 +33,8 @@ export interface DriveDeps {
   /** Bounded re-drives of a run whose drive throws. */
   driveRetry: DriveRetryPolicy;
   view(runId: string): Promise<RunView>;
+  /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
+  writesSettled?(runId: string): Promise<void>;
   onError?(runId: string, e: unknown): void;
 }
 
@@ -101,7 +103,9 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     if (flushing || !buffer.length) return flushing ?? Promise.resolve();
     const batch = buffer;
     buffer = [];
-    flushing = store.append(runId, batch, owner).then(
+    // never ahead of the checkpoint: a step shown completed has its result saved (write-barrier.ts)
+    const written = deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve();
+    flushing = written.then(() => store.append(runId, batch, owner)).then(
       (numbered) => {
         fault(FaultPoint.event_batch_appended);
         for (const ev of numbered) {

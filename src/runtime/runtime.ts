@@ -24,6 +24,7 @@ import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
+import { WriteBarrier } from "./write-barrier.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
 import type { RunSeed } from "../../graphs/io.js";
 import { MemoryLimits } from "../store/memory-limits.js";
@@ -111,6 +112,8 @@ export class Runtime {
   readonly owner: string;
   private readonly graph: Graph;
   private readonly checkpointer: BaseCheckpointSaver;
+  /** Event batches wait for the checkpoint writes they report (write-barrier.ts). */
+  readonly writes = new WriteBarrier();
   private readonly active = new Map<string, Drive>();
   /** A number per drive started here (the view cache tells two drives of one run apart). */
   private readonly driveSerial = new WeakMap<Drive, number>();
@@ -128,7 +131,8 @@ export class Runtime {
     const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
     this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
-    this.graph = compileToolchainGraph(this.env, this.store.viewGeneration ? watchPuts(this.checkpointer, (runId) => this.store.viewChanged?.(runId)) : this.checkpointer);
+    const saver = this.writes.wrap(this.checkpointer);
+    this.graph = compileToolchainGraph(this.env, this.store.viewGeneration ? watchPuts(saver, (runId) => this.store.viewChanged?.(runId)) : saver);
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -589,6 +593,7 @@ export class Runtime {
       leaseTtlMs: this.leaseTtlMs,
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
+      writesSettled: (id: string) => this.writes.settled(id),
       view: async (id: string) => buildRunView((await this.stateOf(id)).values as RunState),
     };
     let drive!: Drive;

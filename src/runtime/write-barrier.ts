@@ -1,0 +1,53 @@
+/**
+ * Events after the checkpoint writes they report.
+ *
+ * LangGraph saves a finished task's result (`checkpointer.putWrites`) in the background: the
+ * task's caller, our scheduler, resumes and emits `step_completed` before that write commits. On a
+ * server Postgres (a pool of connections) the event batch can commit first; a process killed in
+ * between leaves a step shown completed whose result the checkpoint does not have, and the next
+ * process executes it again (the crash-point suite found this at `task_returned`). So an event
+ * batch is appended only after every checkpoint write the graph had started for that run when the
+ * batch was cut has settled (`test/write-barrier.test.ts`).
+ */
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+
+export class WriteBarrier {
+  private readonly inflight = new Map<string, Set<Promise<unknown>>>();
+
+  /** The saver, with its writes (task results and checkpoints) tracked per thread (run). */
+  wrap(saver: BaseCheckpointSaver): BaseCheckpointSaver {
+    const tracked = Object.create(saver) as BaseCheckpointSaver;
+    tracked.putWrites = (...args: Parameters<BaseCheckpointSaver["putWrites"]>) => this.track(args[0].configurable?.thread_id, saver.putWrites(...args));
+    tracked.put = (...args: Parameters<BaseCheckpointSaver["put"]>) => this.track(args[0].configurable?.thread_id, saver.put(...args));
+    return tracked;
+  }
+
+  /**
+   * Resolves once the writes started for `threadId` so far have settled (failed ones too: a
+   * failed write fails the graph, which the drive reports). LangGraph starts a finished task's
+   * write in the microtasks that follow the task's completion, so those run first.
+   */
+  async settled(threadId: string): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    const writes = this.inflight.get(threadId);
+    if (writes?.size) await Promise.allSettled([...writes]);
+  }
+
+  /** Writes in flight for a thread (tests). */
+  pending(threadId: string): number {
+    return this.inflight.get(threadId)?.size ?? 0;
+  }
+
+  private track<T>(threadId: unknown, write: Promise<T>): Promise<T> {
+    if (typeof threadId !== "string") return write;
+    let writes = this.inflight.get(threadId);
+    if (!writes) this.inflight.set(threadId, (writes = new Set()));
+    writes.add(write);
+    const done = () => {
+      writes.delete(write);
+      if (!writes.size && this.inflight.get(threadId) === writes) this.inflight.delete(threadId);
+    };
+    write.then(done, done);
+    return write;
+  }
+}
