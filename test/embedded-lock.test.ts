@@ -11,12 +11,13 @@ import { describe, expect, test } from "vitest";
 import { openRuntime } from "../src/runtime/open.js";
 import { spawnChild } from "./helpers/child.js";
 
-describe("one process per embedded database", () => {
+describe("one process per embedded PGlite database", () => {
   test("a second process is refused while the first holds it; it opens once the first closed; a dead holder's lock is taken over", async () => {
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "tc-lock-")), "pglite");
     const lock = `${dataDir}.lock`;
-    const storage = { env: { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: "toolchain" }, schema: "toolchain" };
-    const held = await openRuntime({ dataDir, databaseUrl: "", schema: "toolchain" });
+    // PGlite's rule (the embedded-postgres engine lets a second process in: test/embedded-postgres.test.ts)
+    const storage = { env: { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: "toolchain", TOOLCHAIN_EMBEDDED_ENGINE: "pglite" }, schema: "toolchain" };
+    const held = await openRuntime({ dataDir, databaseUrl: "", schema: "toolchain", engine: "pglite" });
     try {
       expect(readFileSync(lock, "utf8")).toBe(String(process.pid));
       const second = spawnChild(storage, [], {}, "test/fixtures/migrate-child.ts");

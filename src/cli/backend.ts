@@ -13,6 +13,7 @@ import type { RunView } from "../runtime/view.js";
 import type { SkillManifestEntry } from "../skills/registry.js";
 import type { RunPage } from "../store/run-store.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
+import { defaultDataDir } from "../store/db.js";
 
 /** One execution of a run (started, resumed or cancelled): its events until it settles, then its view. */
 export interface Execution {
@@ -57,7 +58,7 @@ export class LocalBackend implements Backend {
     readonly opened: OpenedRuntime,
     readonly workspace: string,
   ) {
-    this.where = opened.db.kind === "embedded" ? `embedded Postgres in ${process.env.TOOLCHAIN_DATA_DIR || ".data/pglite"}` : "Postgres server (DATABASE_URL)";
+    this.where = opened.db.kind === "embedded" ? `embedded Postgres in ${process.env.TOOLCHAIN_DATA_DIR || defaultDataDir()}` : "Postgres server (DATABASE_URL)";
   }
 
   /** The workspace and its QTable "Tasks" table exist before a run references them (as `npm start` does for "local"). */

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { OpenedRuntime } from "../runtime/open.js";
 import { devKeyFile } from "../server/serve.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
+import { defaultDataDir } from "../store/db.js";
 import { ioFor, printJson, type Ctx } from "./context.js";
 import { Exit, exitForStatus, jsonObjectArg } from "./exit.js";
 import { ask, follow } from "./flow.js";
@@ -102,7 +103,7 @@ or over HTTP, with the server running (npm start):
 /** The file of the local development key (embedded): the same one `npm start` prints; created if no key exists. */
 async function ensureLocalKey(access: PgAccessStore, kind: "server" | "embedded"): Promise<string | undefined> {
   if (kind !== "embedded") return undefined;
-  const file = devKeyFile(process.env.TOOLCHAIN_DATA_DIR || ".data/pglite");
+  const file = devKeyFile(process.env.TOOLCHAIN_DATA_DIR || defaultDataDir());
   if (!file) return undefined;
   if (existsSync(file)) return file;
   if ((await access.countKeys()) > 0) return undefined;

@@ -26,7 +26,8 @@ function buildProgram(result: { code: number }): Command {
       `
 Exit codes: 0 completed (or done), 1 the run ended otherwise (failed, cancelled, rejected, rolled back),
             2 usage error or coded error (CODE: message on stderr), 3 the run waits for a confirmation.
-Storage:    DATABASE_URL (Postgres server), else embedded Postgres in TOOLCHAIN_DATA_DIR (.data/pglite).
+Storage:    DATABASE_URL (Postgres server), else embedded Postgres in TOOLCHAIN_DATA_DIR (.data/pglite;
+            TOOLCHAIN_EMBEDDED_ENGINE=postgres: a postgres child process in .data/postgres).
             With --url/--key the run commands use a server's API (works while \`npm start\` runs).`,
     )
     .exitOverride();

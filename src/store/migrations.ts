@@ -215,7 +215,7 @@ export async function applyMigrations(db: Database, o: { lockKey: number; versio
 
 /** PostgresSaver.setup() is not safe to run from several processes at once: serialise it. */
 async function setupSaver(db: Database, saver: PostgresSaver): Promise<void> {
-  if (db.kind === "embedded") return saver.setup(); // one process, one connection
+  if (!db.shared) return saver.setup(); // one process, one connection
   // the lock is held on a connection of its own: saver.setup() needs the pool, which may have one
   const lock = new pg.Client((db.pool as unknown as { options: pg.ClientConfig }).options);
   await lock.connect();

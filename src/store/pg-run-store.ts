@@ -40,7 +40,7 @@ export class PgRunStore implements RunStore {
     this.runs = table(db, "tool_chain_runs");
     this.steps = table(db, "tool_chain_step_runs");
     this.checkpoints = table(db, "checkpoints");
-    if (db.kind === "embedded") {
+    if (!db.shared) {
       let g = generations.get(db.pool);
       if (!g) generations.set(db.pool, (g = new ViewGenerations()));
       this.generations = g;
@@ -154,7 +154,7 @@ export class PgRunStore implements RunStore {
       const planned = plannedBy(fresh);
       if (planned) await this.setPlan(c, runId, planned.plan, planned.planning);
       const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
-      const notify = this.db.kind === "server"; // delivered to LISTENers when (and only if) this commits
+      const notify = this.db.shared; // delivered to LISTENers when (and only if) this commits
       await c.query(
         `WITH ins AS (
            INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)

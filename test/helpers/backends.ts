@@ -1,6 +1,7 @@
 /**
  * The backends every shared suite runs against: memory, and Postgres (the server at
- * DATABASE_URL when set, else embedded PGlite). Each Postgres runtime gets its own schema.
+ * DATABASE_URL when set, else embedded: PGlite, or a postgres child process with
+ * TOOLCHAIN_EMBEDDED_ENGINE=postgres). Each Postgres runtime gets its own schema.
  */
 import { randomUUID } from "node:crypto";
 import { MemorySaver } from "@langchain/langgraph";
@@ -9,7 +10,7 @@ import { openRuntime } from "../../src/runtime/open.js";
 import { MemoryRunStore } from "../../src/store/memory-run-store.js";
 import { PgRunStore } from "../../src/store/pg-run-store.js";
 import { PgLimits } from "../../src/store/limits-store.js";
-import type { Database } from "../../src/store/db.js";
+import { embeddedEngine, type Database } from "../../src/store/db.js";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.js";
 
 type Opts = Omit<RuntimeOptions, "checkpointer" | "store">;
@@ -43,7 +44,7 @@ export const memoryBackend: Backend = {
 };
 
 export const postgresBackend: Backend = {
-  name: serverUrl ? "postgres-server" : "postgres-embedded",
+  name: serverUrl ? "postgres-server" : `postgres-embedded-${embeddedEngine()}`,
   async open(opts = {}) {
     const schema = freshSchema();
     const o = await openRuntime({ ...opts, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 4 });

