@@ -1,7 +1,7 @@
 /**
  * Durable suite: the cost per step of the durable runtime (checkpoint + step-run rows + events)
  * on embedded and server Postgres, beside a bare LangGraph task() per step on the same
- * PostgresSaver, measured in the same run; resume latency (confirm call -> next step's start);
+ * saver (and on LangGraph's stock PostgresSaver over the same tables), measured in the same run; resume latency (confirm call -> next step's start);
  * checkpoint bytes per step as runs grow; a trivial one-step run beside a bare one-node graph;
  * a 10,000-step chain's per-step cost beside the 1,000-step chain's (BENCH_DURABLE_BIG sets the
  * size, 0 skips it; BENCH_DURABLE_ONLY=ratios skips resume latency and checkpoint bytes).
@@ -34,12 +34,23 @@ export function bareGraph(saver: PostgresSaver) {
     .compile({ checkpointer: saver });
 }
 
+/**
+ * LangGraph's PostgresSaver as shipped, on the runtime's pool and tables: the runtime's saver
+ * (src/store/saver.ts) batches its writes, which speeds up the bare baseline as much as the
+ * runtime, so the bench also prints bare task() on the stock saver (what a LangGraph user runs).
+ */
+function stockSaver(o: OpenedRuntime): PostgresSaver {
+  return new PostgresSaver(o.db.pool, undefined, { schema: o.db.schema });
+}
+
 async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) {
   const bare = bareGraph(o.saver);
+  const bareStock = bareGraph(stockSaver(o));
   const ours: number[] = [];
   const base: number[] = [];
+  const stock: number[] = [];
   for (let r = 0; r < reps; r++) {
-    // interleave, alternating which goes first
+    // interleave, rotating which goes first
     const runs = [
       () => inPhase("runtime", async () => {
         const t0 = now();
@@ -52,11 +63,21 @@ async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) 
         await bare.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
         base.push((now() - t0) / n);
       }),
+      () => inPhase("bare task() baseline", async () => {
+        const t0 = now();
+        await bareStock.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
+        stock.push((now() - t0) / n);
+      }),
     ];
-    if (r % 2) runs.reverse();
-    for (const f of runs) await f();
+    for (let k = 0; k < runs.length; k++) await runs[(r + k) % runs.length]!();
   }
-  return { runtimeMsPerStep: round(median(ours)), bareTaskMsPerStep: round(median(base)), ratio: round(median(ours) / median(base), 2) };
+  return {
+    runtimeMsPerStep: round(median(ours)),
+    bareTaskMsPerStep: round(median(base)),
+    ratio: round(median(ours) / median(base), 2),
+    bareTaskStockSaverMsPerStep: round(median(stock)),
+    ratioToStockSaver: round(median(ours) / median(stock), 2),
+  };
 }
 
 /**
@@ -65,8 +86,10 @@ async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) 
  */
 async function trivialRuns(o: OpenedRuntime, count: number) {
   const bare = bareGraph(o.saver);
+  const bareStock = bareGraph(stockSaver(o));
   const ours: number[] = [];
   const base: number[] = [];
+  const stock: number[] = [];
   const one = plan(1, "chain");
   for (let i = 0; i < count; i++) {
     const runs = [
@@ -81,12 +104,25 @@ async function trivialRuns(o: OpenedRuntime, count: number) {
         await bare.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
         base.push(now() - t0);
       },
+      async () => {
+        const t0 = now();
+        await bareStock.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
+        stock.push(now() - t0);
+      },
     ];
-    if (i % 2) runs.reverse();
-    for (const f of runs) await f();
+    for (let k = 0; k < runs.length; k++) await runs[(i + k) % runs.length]!();
   }
   const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
-  return { n: count, runtimeP50Ms: round(median(ours), 2), bareP50Ms: round(median(base), 2), ratio: round(median(ours) / median(base), 2), runtimeP90Ms: round(p90(ours), 2), bareP90Ms: round(p90(base), 2) };
+  return {
+    n: count,
+    runtimeP50Ms: round(median(ours), 2),
+    bareP50Ms: round(median(base), 2),
+    ratio: round(median(ours) / median(base), 2),
+    bareStockSaverP50Ms: round(median(stock), 2),
+    ratioToStockSaver: round(median(ours) / median(stock), 2),
+    runtimeP90Ms: round(p90(ours), 2),
+    bareP90Ms: round(p90(base), 2),
+  };
 }
 
 /** Per-step cost of one big chain beside the 1,000-step chain's, measured right after it on the same database. */
