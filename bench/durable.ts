@@ -1,8 +1,10 @@
 /**
  * Durable suite: the cost per step of the durable runtime (checkpoint + step-run rows + events)
  * on embedded and server Postgres, beside a bare LangGraph task() per step on the same
- * PostgresSaver, measured in the same run; resume latency (confirm call -> next step's start);
- * checkpoint bytes per step as runs grow.
+ * saver (and on LangGraph's stock PostgresSaver over the same tables), measured in the same run; resume latency (confirm call -> next step's start);
+ * checkpoint bytes per step as runs grow; a trivial one-step run beside a bare one-node graph;
+ * a 10,000-step chain's per-step cost beside the 1,000-step chain's (BENCH_DURABLE_BIG sets the
+ * size, 0 skips it; BENCH_DURABLE_ONLY=ratios skips resume latency and checkpoint bytes).
  */
 import { randomUUID } from "node:crypto";
 import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
@@ -18,7 +20,7 @@ import { noopPlan, type Shape } from "./overhead.js";
 const plan = noopPlan;
 
 /** Bare LangGraph: one node awaiting one task() per step, on the runtime's own PostgresSaver. */
-function bareGraph(saver: PostgresSaver) {
+export function bareGraph(saver: PostgresSaver) {
   const S = Annotation.Root({ n: Annotation<number>, shape: Annotation<Shape> });
   return new StateGraph(S)
     .addNode("work", async (s: typeof S.State) => {
@@ -32,12 +34,23 @@ function bareGraph(saver: PostgresSaver) {
     .compile({ checkpointer: saver });
 }
 
+/**
+ * LangGraph's PostgresSaver as shipped, on the runtime's pool and tables: the runtime's saver
+ * (src/store/saver.ts) batches its writes, which speeds up the bare baseline as much as the
+ * runtime, so the bench also prints bare task() on the stock saver (what a LangGraph user runs).
+ */
+function stockSaver(o: OpenedRuntime): PostgresSaver {
+  return new PostgresSaver(o.db.pool, undefined, { schema: o.db.schema });
+}
+
 async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) {
   const bare = bareGraph(o.saver);
+  const bareStock = bareGraph(stockSaver(o));
   const ours: number[] = [];
   const base: number[] = [];
+  const stock: number[] = [];
   for (let r = 0; r < reps; r++) {
-    // interleave, alternating which goes first
+    // interleave, rotating which goes first
     const runs = [
       () => inPhase("runtime", async () => {
         const t0 = now();
@@ -50,11 +63,85 @@ async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) 
         await bare.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
         base.push((now() - t0) / n);
       }),
+      () => inPhase("bare task() baseline", async () => {
+        const t0 = now();
+        await bareStock.invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
+        stock.push((now() - t0) / n);
+      }),
     ];
-    if (r % 2) runs.reverse();
-    for (const f of runs) await f();
+    for (let k = 0; k < runs.length; k++) await runs[(r + k) % runs.length]!();
   }
-  return { runtimeMsPerStep: round(median(ours)), bareTaskMsPerStep: round(median(base)), ratio: round(median(ours) / median(base), 2) };
+  return {
+    runtimeMsPerStep: round(median(ours)),
+    bareTaskMsPerStep: round(median(base)),
+    ratio: round(median(ours) / median(base), 2),
+    bareTaskStockSaverMsPerStep: round(median(stock)),
+    ratioToStockSaver: round(median(ours) / median(stock), 2),
+  };
+}
+
+/**
+ * A trivial run (one no-op step) against a bare one-node graph running one task() on the same
+ * saver: interleaved pairs, alternating which goes first; p50 of each and their ratio.
+ */
+async function trivialRuns(o: OpenedRuntime, count: number) {
+  const bare = bareGraph(o.saver);
+  const bareStock = bareGraph(stockSaver(o));
+  const ours: number[] = [];
+  const base: number[] = [];
+  const stock: number[] = [];
+  const one = plan(1, "chain");
+  for (let i = 0; i < count; i++) {
+    const runs = [
+      async () => {
+        const t0 = now();
+        const v = await o.runtime.run(one).result;
+        if (v.status !== "completed") throw new Error(v.status);
+        ours.push(now() - t0);
+      },
+      async () => {
+        const t0 = now();
+        await bare.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
+        base.push(now() - t0);
+      },
+      async () => {
+        const t0 = now();
+        await bareStock.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
+        stock.push(now() - t0);
+      },
+    ];
+    for (let k = 0; k < runs.length; k++) await runs[(i + k) % runs.length]!();
+  }
+  const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
+  return {
+    n: count,
+    runtimeP50Ms: round(median(ours), 2),
+    bareP50Ms: round(median(base), 2),
+    ratio: round(median(ours) / median(base), 2),
+    bareStockSaverP50Ms: round(median(stock), 2),
+    ratioToStockSaver: round(median(ours) / median(stock), 2),
+    runtimeP90Ms: round(p90(ours), 2),
+    bareP90Ms: round(p90(base), 2),
+  };
+}
+
+/** Per-step cost of one big chain beside the 1,000-step chain's, measured right after it on the same database. */
+async function bigChain(o: OpenedRuntime, big: number, base: number, reps: number) {
+  const per = async (n: number) => {
+    const t0 = now();
+    const v = await o.runtime.run(plan(n, "chain")).result;
+    if (v.status !== "completed") throw new Error(v.status);
+    return (now() - t0) / n;
+  };
+  const small: number[] = [];
+  const large: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    small.push(await per(base));
+    large.push(await per(big));
+    small.push(await per(base));
+    log(`durable big chain rep ${r + 1}/${reps}: ${big} steps ${round(large.at(-1)!, 3)} ms/step, ${base} steps ${round(small.at(-2)!, 3)} / ${round(small.at(-1)!, 3)} ms/step`);
+  }
+  return { steps: big, baseSteps: base, runtimeMsPerStep: round(median(large), 3), baseRuntimeMsPerStep: round(median(small), 3), perStepGrowth: round(median(large) / median(small), 2) };
 }
 
 async function resumeLatency(o: OpenedRuntime, count: number) {
@@ -119,6 +206,12 @@ export async function durableSuite(opts: { quick: boolean }) {
         const r = await perStep(o, n, shape, opts.quick ? 1 : 3);
         emitLine({ suite: "durable", db: b.name, shape, steps: n, ...r, target: "ratio <= 1.5" });
       }
+      emitLine({ suite: "durable-trivial", db: b.name, ...(await trivialRuns(o, opts.quick ? 20 : 60)), target: "ratio <= 2" });
+      if (process.env.BENCH_DURABLE_BIG !== "0") {
+        const big = Number(process.env.BENCH_DURABLE_BIG ?? (opts.quick ? 2_000 : 10_000));
+        emitLine({ suite: "durable-scaling", db: b.name, shape: "chain", ...(await bigChain(o, big, opts.quick ? 200 : 1_000, 1)), target: "perStepGrowth <= 1.2" });
+      }
+      if (process.env.BENCH_DURABLE_ONLY === "ratios") continue;
       emitLine({ suite: "durable-resume", db: b.name, ...(await resumeLatency(o, opts.quick ? 20 : 100)), target: b.name === "server" ? "p50 <= 20 ms" : undefined });
       const bytes = await checkpointBytes(o, opts.quick ? [50, 100, 200] : [100, 300, 1_000]);
       emitLine({ suite: "durable-checkpoint-bytes", db: b.name, runs: bytes, growth: round(bytes.at(-1)!.bytesPerStep / bytes[0]!.bytesPerStep, 2), note: "bytes per step should stay flat (linear total)" });

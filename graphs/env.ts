@@ -21,9 +21,10 @@ export interface RuntimeEnv {
   logger(runId: string, stepId?: string): SkillLogger;
   /**
    * Tasks one scheduler-node execution launches before it drains and hands over to a fresh
-   * execution. LangGraph rescans a node's task writes on every new task (cost grows with their
-   * number), so very long runs are cut into segments; a boundary waits for running steps, so
-   * segments are large enough that plans of up to 1,000 steps never pay it. @default 1000
+   * execution. LangGraph 1.7.3 rescans a node's task writes on every new task (cost grows with their
+   * number; the patch carried in patches/ indexes them), so very long runs are cut into segments; a
+   * boundary waits for running steps, so segments are large enough that plans of up to 1,000 steps
+   * never pay it. @default 1000
    */
   segmentTasks: number;
   /** Writes plans for runs started from a request (the planner node). */

@@ -93,7 +93,9 @@ test(`a run executed by the API's own process: every step change misses the cach
     const statusOf = (body: { steps: { stepId: string; status: string }[] }, id: string) => body.steps.find((s) => s.stepId === id)!.status;
     await gates.untilEntered("h0");
     await waitFor(async () => statusOf((await get()).body, "h0") === "running", { what: "h0 running" });
-    // the start event may land after the live status moved (a change: one miss); then it holds still
+    // the GET that first showed h0 running may have read the version just before h0's start was
+    // applied, and the start event may land after the live status moved (a version is read before
+    // its view is computed: such an entry is never served again); once nothing moves, GETs hit
     await waitFor(async () => (await get()).headers.get("x-cache") === "hit", { what: "a repeated GET of the running run served from the cache" });
     gates.open("h0");
     await gates.untilEntered("h1");

@@ -1,7 +1,8 @@
 /**
  * LangGraph's own conformance suite for checkpointers (@langchain/langgraph-checkpoint-validation)
- * against PostgresSaver exactly as the runtime configures it (src/runtime/open.ts):
- * openDatabase → new PostgresSaver(db.pool, undefined, { schema }) → migrate(db, saver).
+ * against the saver exactly as the runtime configures it (src/runtime/open.ts):
+ * openDatabase → new BatchedPostgresSaver(db.pool, undefined, { schema }) → migrate(db, saver)
+ * (src/store/saver.ts: LangGraph's PostgresSaver with its writes batched into one statement each).
  *
  * Backend: the server Postgres at DATABASE_URL when set, else embedded PGlite (in memory) with
  * its pool of one connection. Every checkpointer the suite creates gets its own fresh schema
@@ -13,6 +14,7 @@ import { validate, type CheckpointSaverTestInitializer } from "@langchain/langgr
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { openDatabase, type Database } from "../src/store/db.js";
 import { migrate } from "../src/store/migrations.js";
+import { BatchedPostgresSaver } from "../src/store/saver.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 
 // The suite calls describe/it/expect/hooks as globals. Provide them for this file only (each test
@@ -25,7 +27,7 @@ const opened = new Map<PostgresSaver, Database>();
 async function createCheckpointer(): Promise<PostgresSaver> {
   const db = await openDatabase({ url: serverUrl, schema: freshSchema() });
   try {
-    const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
+    const saver = new BatchedPostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
     opened.set(saver, db);
     return saver;
@@ -47,7 +49,7 @@ async function destroyCheckpointer(saver: PostgresSaver): Promise<void> {
 }
 
 const initializer: CheckpointSaverTestInitializer<PostgresSaver> = {
-  checkpointerName: `PostgresSaver (runtime config, ${serverUrl ? "server" : "embedded PGlite"})`,
+  checkpointerName: `BatchedPostgresSaver (runtime config, ${serverUrl ? "server" : "embedded PGlite"})`,
   createCheckpointer,
   destroyCheckpointer,
   // Safety net: anything the suite created but did not destroy (e.g. a failed hook).

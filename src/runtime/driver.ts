@@ -99,6 +99,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   let buffer: EmittedEvent[] = [];
   let flushing: Promise<void> | undefined;
   let flushError: unknown;
+  // keys of events this drive's appends committed (stored now, by this batch or an earlier one)
+  const persisted = new Set<string>();
   const flush = (): Promise<void> => {
     if (flushing || !buffer.length) return flushing ?? Promise.resolve();
     const batch = buffer;
@@ -108,6 +110,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     flushing = written.then(() => store.append(runId, batch, owner)).then(
       (numbered) => {
         fault(FaultPoint.event_batch_appended);
+        for (const ev of batch) persisted.add(ev.key);
         for (const ev of numbered) {
           live.apply(ev);
           events.push(ev);
@@ -181,8 +184,9 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       await drain();
       const view = await deps.view(runId);
       // a process that died between a node's checkpoint and the event flush lost those events;
-      // the state knows what happened: add what is missing (keys make this a no-op otherwise)
-      for (const ev of await store.append(runId, backfill(view), owner)) {
+      // the state knows what happened: add what is missing (keys make this a no-op otherwise;
+      // what this drive's own appends stored is not asked for again)
+      for (const ev of await store.append(runId, backfill(view).filter((e) => !persisted.has(e.key)), owner)) {
         live.apply(ev);
         events.push(ev);
       }

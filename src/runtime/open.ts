@@ -4,12 +4,13 @@
  * ./.data/postgres with TOOLCHAIN_EMBEDDED_ENGINE=postgres).
  * Migrations and LangGraph's checkpoint setup run on open.
  */
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { compiledPlanCache } from "../../graphs/env.js";
 import { defaultDataDir, openDatabase, type Database, type EmbeddedEngine } from "../store/db.js";
 import { migrate } from "../store/migrations.js";
 import { PgLimits } from "../store/limits-store.js";
 import { PgRunStore } from "../store/pg-run-store.js";
+import { BatchedPostgresSaver } from "../store/saver.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { Planner, plannerConfigFromEnv } from "../planner/index.js";
 import { modelTaskSplitter } from "../planner/task-splitter.js";
@@ -47,7 +48,7 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
   const schema = opts.schema ?? process.env.TOOLCHAIN_SCHEMA;
   const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema, poolSize: opts.poolSize, engine: opts.engine });
   try {
-    const saver = new PostgresSaver(db.pool, undefined, { schema: db.schema });
+    const saver = new BatchedPostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
     let tables: TableStore | undefined;
     let skills = opts.skills;

@@ -12,6 +12,7 @@ import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, unlinkSync, wr
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { poolTypes } from "./pg-types.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 
 export type EmbeddedEngine = "pglite" | "postgres";
@@ -63,7 +64,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
   const schema = opts.schema ?? "toolchain";
   if (!SCHEMA_RE.test(schema)) throw new TypeError(`Expected schema to match ${SCHEMA_RE}, got "${schema}"`);
   if (opts.url) {
-    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, types: poolTypes });
     // A server restart errors every connection; a checked-out client with no listener would crash
     // the process. The failure surfaces on the next query instead, and the pool drops the client.
     pool.on("error", () => undefined);
@@ -150,7 +151,7 @@ async function openEmbedded(schema: string, dataDir: string | undefined): Promis
   const sockDir = mkdtempSync(path.join(tmpdir(), "tcpg-"));
   const server = new PGLiteSocketServer({ db, path: path.join(sockDir, ".s.PGSQL.5432"), maxConnections: 4 });
   await server.start();
-  const pool = new pg.Pool({ host: sockDir, port: 5432, user: "postgres", database: "postgres", max: 1 });
+  const pool = new pg.Pool({ host: sockDir, port: 5432, user: "postgres", database: "postgres", max: 1, types: poolTypes });
   pool.on("error", () => undefined);
   return {
     pool,

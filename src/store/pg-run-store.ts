@@ -1,5 +1,6 @@
 /**
- * RunStore on Postgres (server or embedded). Plain SQL, one transaction per event batch.
+ * RunStore on Postgres (server or embedded). Plain SQL, one transaction per event batch (one
+ * statement when the batch is a drive's fresh events: appendFast).
  */
 import type pg from "pg";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
@@ -66,13 +67,17 @@ export class PgRunStore implements RunStore {
   }
 
   async createRun(r: NewRun): Promise<void> {
-    await this.tx(async (c) => {
-      await c.query(
-        `INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7)`,
-        [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null],
-      );
-      await this.insertSteps(c, r.runId, r.plan);
-    });
+    // one statement (atomic): the run row and its step rows
+    const steps = r.plan.steps.map((st) => ({ step_id: st.stepId, skill_name: st.skillName, depends_on: st.dependsOn }));
+    await this.db.pool.query(
+      `WITH r AS (
+         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7)
+         RETURNING run_id)
+       INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
+       SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
+       ON CONFLICT DO NOTHING`,
+      [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null, JSON.stringify(steps)],
+    );
   }
 
   private async insertSteps(c: Tx, runId: string, plan: ToolChainPlan): Promise<void> {
@@ -127,8 +132,89 @@ export class PgRunStore implements RunStore {
     return fresh;
   }
 
+  /**
+   * What this process last wrote for a run it appends to (its last seq and pending confirmations),
+   * so the next batch can go in one statement (appendFast). A hint only: the statement checks it.
+   */
+  private readonly appended = new Map<string, { lastSeq: number; pending: PendingConfirmation[] }>();
+
   private async appendTx(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     if (!events.length) return [];
+    const known = this.appended.get(runId);
+    if (known && owner) {
+      const fast = await this.appendFast(runId, events, owner, known);
+      if (fast) return fast;
+    }
+    const fresh = await this.appendLocked(runId, events, owner);
+    return fresh;
+  }
+
+  /**
+   * The common case in one round trip: a drive appending fresh events to the run it holds. One
+   * statement (atomic) writes the events, the step and run projection and the notification, on
+   * the condition that the run row is as this process last left it (same last seq, same pending
+   * confirmations, this owner's lease) and that no event of the batch is stored yet. Any event
+   * insert moves last_seq in the same transaction, and the row lock makes a concurrent append
+   * re-check the condition on the new row, so a stale hint can never number or project twice:
+   * when the condition fails nothing is written and appendLocked takes over.
+   */
+  private async appendFast(runId: string, events: readonly EmittedEvent[], owner: string, known: { lastSeq: number; pending: PendingConfirmation[] }): Promise<RunEvent[] | undefined> {
+    const keys = new Set<string>();
+    const fresh: RunEvent[] = [];
+    let seq = known.lastSeq;
+    for (const e of events) {
+      if (keys.has(e.key)) continue; // a repeat within the batch: as appendLocked, the first one counts
+      keys.add(e.key);
+      fresh.push({ ...e, runId, seq: ++seq });
+    }
+    if (plannedBy(fresh)) return undefined; // the plan is written with its steps: appendLocked
+    const p = project(fresh, known.pending);
+    const notify = this.db.kind === "server";
+    const { rows } = await this.db.pool.query(
+      `WITH ru AS (
+         UPDATE ${this.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
+           finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
+         WHERE run_id = $1 AND last_seq = $10 AND lease_owner = $11 AND pending_confirmations = $12::jsonb
+           AND NOT EXISTS (SELECT 1 FROM ${this.events} e WHERE e.run_id = $1 AND e.key = ANY($13::text[]))
+         RETURNING 1),
+       ins AS (
+         INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
+         SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)
+         WHERE EXISTS (SELECT 1 FROM ru)
+         RETURNING 1),
+       st AS (
+         UPDATE ${this.steps} s SET
+           status = COALESCE(x.status, s.status),
+           attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
+           error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
+           error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
+           started_at = COALESCE(s.started_at, x."startedAt"),
+           finished_at = COALESCE(x."finishedAt", s.finished_at),
+           rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
+           updated_at = now()
+         FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
+         WHERE s.run_id = $1 AND s.step_id = x."stepId" AND EXISTS (SELECT 1 FROM ru)
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
+         CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified`,
+      [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), notify, EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq }), known.lastSeq, owner, JSON.stringify(known.pending), [...keys]],
+    );
+    if (Number(rows[0].runs) !== 1) {
+      this.appended.delete(runId);
+      return undefined;
+    }
+    this.remember(runId, seq, p.pending);
+    return fresh;
+  }
+
+  private remember(runId: string, lastSeq: number, pending: PendingConfirmation[]): void {
+    // bounded: a hint per run this process appends to, dropped when its lease is released
+    if (!this.appended.has(runId) && this.appended.size >= 10_000) this.appended.clear();
+    this.appended.set(runId, { lastSeq, pending });
+  }
+
+  /** Lock the run row, drop events already stored, number the rest, write them with the projection. */
+  private async appendLocked(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     // Two statements inside the transaction (a lock-and-read, then one write with CTEs): every
     // round trip here is paid per event batch, beside the checkpointer's own writes.
     return this.tx(async (c) => {
@@ -150,7 +236,10 @@ export class PgRunStore implements RunStore {
         seen.add(e.key);
         fresh.push({ ...e, runId, seq: ++seq });
       }
-      if (!fresh.length) return [];
+      if (!fresh.length) {
+        if (owner) this.remember(runId, seq, run.pending_confirmations as PendingConfirmation[]);
+        return [];
+      }
       const planned = plannedBy(fresh);
       if (planned) await this.setPlan(c, runId, planned.plan, planned.planning);
       const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
@@ -182,9 +271,11 @@ export class PgRunStore implements RunStore {
            CASE WHEN $7::boolean THEN pg_notify($8, $9) END AS notified`,
         [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), notify, EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })],
       );
+      if (owner) this.remember(runId, seq, p.pending);
       return fresh;
     });
   }
+
 
   async list(runId: string, after = 0): Promise<RunEvent[]> {
     const { rows } = await this.db.pool.query(
@@ -204,40 +295,51 @@ export class PgRunStore implements RunStore {
   }
 
   private async syncTx(v: RunView, owner?: string): Promise<void> {
-    await this.tx(async (c) => {
-      // the planner's plan, if an event carrying it was lost in a crash
-      if (v.planning) await this.setPlan(c, v.runId, v.plan, v.planning);
-      const { rowCount } = await c.query(
-        `UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
+    const rows = v.steps.map((s) => ({
+      step_id: s.stepId,
+      status: s.status,
+      input: s.input,
+      output: s.output,
+      attempts: s.attempts,
+      error_code: s.error?.code ?? null,
+      error_message: s.error?.message ?? null,
+      rollback_status: s.rollback?.status ?? null,
+      rollback_error: s.rollback?.error ?? null,
+      started_at: s.startedAt,
+      finished_at: s.finishedAt,
+    }));
+    const params = [v.runId, v.status, JSON.stringify(v.memory), JSON.stringify(v.result), JSON.stringify(v.error), JSON.stringify(v.pendingConfirmations), owner ?? null, JSON.stringify(rows), JSON.stringify({ memoryKeys: Object.keys(v.memory) })];
+    // the run row, then its step rows only if the run row was written (the lease still ours):
+    // one statement, atomic as the transaction it replaces
+    const sql = `WITH ru AS (
+         UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
            drive_failures = 0, next_attempt_at = NULL,
            finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
-         WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)`,
-        [v.runId, v.status, JSON.stringify(v.memory), JSON.stringify(v.result), JSON.stringify(v.error), JSON.stringify(v.pendingConfirmations), owner ?? null],
-      );
-      if (!rowCount) throw new LeaseLostError(v.runId, owner ?? "");
-      const rows = v.steps.map((s) => ({
-        step_id: s.stepId,
-        status: s.status,
-        input: s.input,
-        output: s.output,
-        attempts: s.attempts,
-        error_code: s.error?.code ?? null,
-        error_message: s.error?.message ?? null,
-        rollback_status: s.rollback?.status ?? null,
-        rollback_error: s.rollback?.error ?? null,
-        started_at: s.startedAt,
-        finished_at: s.finishedAt,
-      }));
-      await c.query(
-        `UPDATE ${this.steps} s SET status = x.status, input = x.input, output = x.output, attempts = x.attempts, error_code = x.error_code,
+         WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)
+         RETURNING 1),
+       st AS (
+         UPDATE ${this.steps} s SET status = x.status, input = x.input, output = x.output, attempts = x.attempts, error_code = x.error_code,
            error_message = x.error_message, rollback_status = x.rollback_status, rollback_error = x.rollback_error,
-           started_at = x.started_at, finished_at = x.finished_at, context_snapshot = $3::jsonb, updated_at = now()
-         FROM jsonb_to_recordset($2::jsonb) AS x(step_id text, status text, input jsonb, output jsonb, attempts int, error_code text, error_message text,
+           started_at = x.started_at, finished_at = x.finished_at, context_snapshot = $9::jsonb, updated_at = now()
+         FROM jsonb_to_recordset($8::jsonb) AS x(step_id text, status text, input jsonb, output jsonb, attempts int, error_code text, error_message text,
            rollback_status text, rollback_error jsonb, started_at timestamptz, finished_at timestamptz)
-         WHERE s.run_id = $1 AND s.step_id = x.step_id AND (s.status IS DISTINCT FROM x.status OR s.output IS DISTINCT FROM x.output OR s.input IS DISTINCT FROM x.input OR s.rollback_status IS DISTINCT FROM x.rollback_status)`,
-        [v.runId, JSON.stringify(rows), JSON.stringify({ memoryKeys: Object.keys(v.memory) })],
-      );
-    });
+         WHERE s.run_id = $1 AND s.step_id = x.step_id AND EXISTS (SELECT 1 FROM ru)
+           AND (s.status IS DISTINCT FROM x.status OR s.output IS DISTINCT FROM x.output OR s.input IS DISTINCT FROM x.input OR s.rollback_status IS DISTINCT FROM x.rollback_status)
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM st) AS steps`;
+    const write = async (q: (sql: string, params: unknown[]) => Promise<{ rows: { runs: string }[] }>) => {
+      const { rows: out } = await q(sql, params);
+      if (Number(out[0]!.runs) !== 1) throw new LeaseLostError(v.runId, owner ?? "");
+    };
+    // the planner's plan, if an event carrying it was lost in a crash: with it, in one transaction
+    if (v.planning) {
+      await this.tx(async (c) => {
+        await this.setPlan(c, v.runId, v.plan, v.planning);
+        await write((sql, p) => c.query(sql, p));
+      });
+    } else {
+      await write((sql, p) => this.db.pool.query(sql, p));
+    }
   }
 
   async getView(runId: string): Promise<RunView | undefined> {
@@ -286,12 +388,17 @@ export class PgRunStore implements RunStore {
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(
+    const { rowCount, rows } = await this.db.pool.query(
       `UPDATE ${this.runs} SET lease_owner = $2, lease_expires_at = now() + ($3 || ' milliseconds')::interval
-       WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())`,
+       WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())
+       RETURNING last_seq, pending_confirmations`,
       [runId, owner, String(ttlMs)],
     );
-    if (rowCount) this.generations?.bump(runId);
+    if (rowCount) {
+      this.generations?.bump(runId);
+      // the first event batch of this drive can then go in one statement (appendFast checks it)
+      this.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
+    }
     return rowCount === 1;
   }
 
@@ -304,6 +411,7 @@ export class PgRunStore implements RunStore {
   }
 
   async releaseLease(runId: string, owner: string): Promise<void> {
+    this.appended.delete(runId);
     await this.db.pool.query(`UPDATE ${this.runs} SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
     this.generations?.bump(runId);
   }
