@@ -28,6 +28,20 @@ const watchers = new WeakMap<pg.Pool, Set<RunChangeListener>>();
 /** View versions of an embedded database's runs, shared by every store on its pool. */
 const generations = new WeakMap<pg.Pool, ViewGenerations>();
 
+/**
+ * The step projection an event batch carries ($3: [{ stepId, status, attempts, ... }]) applied to
+ * the step rows `s`: one text for both append paths (the one-statement path and the locked one).
+ */
+const STEP_PROJECTION = `status = COALESCE(x.status, s.status),
+  attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
+  error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
+  error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
+  started_at = COALESCE(s.started_at, x."startedAt"),
+  finished_at = COALESCE(x."finishedAt", s.finished_at),
+  rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
+  updated_at = now()
+  FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)`;
+
 export class PgRunStore implements RunStore {
   private readonly runs: string;
   /** LangGraph PostgresSaver's table in the same schema (read only, for viewVersion). */
@@ -184,15 +198,7 @@ export class PgRunStore implements RunStore {
          RETURNING 1),
        st AS (
          UPDATE ${this.steps} s SET
-           status = COALESCE(x.status, s.status),
-           attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
-           error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
-           error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
-           started_at = COALESCE(s.started_at, x."startedAt"),
-           finished_at = COALESCE(x."finishedAt", s.finished_at),
-           rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
-           updated_at = now()
-         FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
+           ${STEP_PROJECTION}
          WHERE s.run_id = $1 AND s.step_id = x."stepId" AND EXISTS (SELECT 1 FROM ru)
          RETURNING 1)
        SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
@@ -251,15 +257,7 @@ export class PgRunStore implements RunStore {
            RETURNING 1),
          st AS (
            UPDATE ${this.steps} s SET
-             status = COALESCE(x.status, s.status),
-             attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
-             error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
-             error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
-             started_at = COALESCE(s.started_at, x."startedAt"),
-             finished_at = COALESCE(x."finishedAt", s.finished_at),
-             rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
-             updated_at = now()
-           FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)
+             ${STEP_PROJECTION}
            WHERE s.run_id = $1 AND s.step_id = x."stepId"
            RETURNING 1),
          ru AS (
