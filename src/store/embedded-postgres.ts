@@ -434,7 +434,7 @@ export async function openEmbeddedPostgres(schema: string, dataDir: string | und
     const holder = tryLock(lockFile);
     if (holder !== undefined) {
       const { pool, socketDir } = await joinServer(dir, holder, poolSize);
-      return { pool, schema, kind: "embedded", engine: "postgres", shared: true, url: urlFor(socketDir, "postgres"), close: () => pool.end() };
+      return asDatabase(pool, schema, urlFor(socketDir, "postgres"), async () => undefined);
     }
     entry = ownServer(dir, lockFile);
     held.set(dir, entry);
@@ -443,6 +443,16 @@ export async function openEmbeddedPostgres(schema: string, dataDir: string | und
   const h = await entry;
   h.refs++;
   const pool = poolFor(h.server.socketDir, "postgres", poolSize);
+  return asDatabase(pool, schema, urlFor(h.server.socketDir, "postgres"), async () => {
+    if (--h.refs === 0) {
+      held.delete(dir);
+      await h.release();
+    }
+  });
+}
+
+/** This engine's Database: `release` runs once, on the first close, after the pool has ended. */
+function asDatabase(pool: pg.Pool, schema: string, url: string, release: () => Promise<void>): Database {
   let closed = false;
   return {
     pool,
@@ -450,15 +460,12 @@ export async function openEmbeddedPostgres(schema: string, dataDir: string | und
     kind: "embedded",
     engine: "postgres",
     shared: true,
-    url: urlFor(h.server.socketDir, "postgres"),
+    url,
     async close() {
       if (closed) return;
       closed = true;
       await pool.end().catch(() => undefined);
-      if (--h.refs === 0) {
-        held.delete(dir);
-        await h.release();
-      }
+      await release();
     },
   };
 }
@@ -508,35 +515,20 @@ async function openInMemory(schema: string, poolSize: number): Promise<Database>
     await releaseMem(c);
     throw e;
   }
-  let closed = false;
-  return {
-    pool,
-    schema,
-    kind: "embedded",
-    engine: "postgres",
-    shared: true,
-    url: urlFor(c.server.socketDir, database),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await pool.end().catch(() => undefined);
-      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch(() => undefined);
-      await admin.end().catch(() => undefined);
-      await releaseMem(c);
-    },
-  };
+  return asDatabase(pool, schema, urlFor(c.server.socketDir, database), async () => {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+    await releaseMem(c);
+  });
 }
 
 async function releaseMem(c: MemCluster) {
   if (--c.refs > 0) return;
   // tests open and close in-memory databases back to back: keep the cluster a moment
-  await new Promise<void>((resolve) => {
-    c.linger = setTimeout(() => {
-      if (c.refs > 0) return;
-      mem = undefined;
-      void c.server.stop().finally(() => rmSync(c.root, { recursive: true, force: true }));
-    }, MEM_LINGER_MS);
-    c.linger.unref();
-    resolve();
-  });
+  c.linger = setTimeout(() => {
+    if (c.refs > 0) return;
+    mem = undefined;
+    void c.server.stop().finally(() => rmSync(c.root, { recursive: true, force: true }));
+  }, MEM_LINGER_MS);
+  c.linger.unref();
 }
