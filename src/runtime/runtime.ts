@@ -131,8 +131,8 @@ export class Runtime {
     const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
     this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
-    const saver = this.writes.wrap(this.checkpointer);
-    this.graph = compileToolchainGraph(this.env, this.store.viewGeneration ? watchPuts(saver, (runId) => this.store.viewChanged?.(runId)) : saver);
+    const saver = this.writes.wrap(this.checkpointer, this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined);
+    this.graph = compileToolchainGraph(this.env, saver);
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -676,19 +676,4 @@ function runLimits(coordinator: LimitCoordinator, store: RunStore): RunLimits {
 
 export function createRuntime(opts: RuntimeOptions = {}): Runtime {
   return new Runtime(opts);
-}
-
-/**
- * The graph's checkpointer, reporting each checkpoint it saved (after the write) for the run
- * (thread) it belongs to: the in-process view version of an embedded database moves with it.
- */
-function watchPuts(saver: BaseCheckpointSaver, changed: (runId: string) => void): BaseCheckpointSaver {
-  const watched = Object.create(saver) as BaseCheckpointSaver;
-  watched.put = async (...args: Parameters<BaseCheckpointSaver["put"]>) => {
-    const out = await saver.put(...args);
-    const thread = args[0].configurable?.thread_id;
-    if (typeof thread === "string") changed(thread);
-    return out;
-  };
-  return watched;
 }

@@ -14,11 +14,19 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph";
 export class WriteBarrier {
   private readonly inflight = new Map<string, Set<Promise<unknown>>>();
 
-  /** The saver, with its writes (task results and checkpoints) tracked per thread (run). */
-  wrap(saver: BaseCheckpointSaver): BaseCheckpointSaver {
+  /**
+   * The saver, with its writes (task results and checkpoints) tracked per thread (run), calling
+   * `checkpointSaved(runId)` after each checkpoint it saved (the embedded view version moves with it).
+   */
+  wrap(saver: BaseCheckpointSaver, checkpointSaved?: (runId: string) => void): BaseCheckpointSaver {
     const tracked = Object.create(saver) as BaseCheckpointSaver;
     tracked.putWrites = (...args: Parameters<BaseCheckpointSaver["putWrites"]>) => this.track(args[0].configurable?.thread_id, saver.putWrites(...args));
-    tracked.put = (...args: Parameters<BaseCheckpointSaver["put"]>) => this.track(args[0].configurable?.thread_id, saver.put(...args));
+    tracked.put = (...args: Parameters<BaseCheckpointSaver["put"]>) => {
+      const thread = args[0].configurable?.thread_id;
+      const saved = saver.put(...args);
+      if (checkpointSaved && typeof thread === "string") void saved.then(() => checkpointSaved(thread), () => undefined);
+      return this.track(thread, saved);
+    };
     return tracked;
   }
 
