@@ -20,10 +20,16 @@ import { emitLine, log, now, round, sleep } from "./timing.js";
 export const STEPS = 20;
 export const STEP_MS = 5;
 
-/** A 20-step chain of core.wait steps, as the API takes it. */
-export const waitChain = () => ({
-  steps: Array.from({ length: STEPS }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: i ? [`s${i - 1}`] : [], arguments: { ms: STEP_MS, value: i } })),
+/** A chain of `n` core.wait steps of `ms` each (after an optional head step), as the API takes it. */
+export const chain = (n: number, ms: number, head?: { stepId: string; ms: number }) => ({
+  steps: [
+    ...(head ? [{ stepId: head.stepId, skillName: "core.wait", arguments: { ms: head.ms } }] : []),
+    ...Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: i ? [`s${i - 1}`] : head ? [head.stepId] : [], arguments: { ms, value: i } })),
+  ],
 });
+
+/** The 20-step chain of these measurements. */
+export const waitChain = () => chain(STEPS, STEP_MS);
 
 /** The same chain in bare LangGraph: one node awaiting one task() per step (each waits STEP_MS). */
 function bareChainGraph(saver: PostgresSaver) {

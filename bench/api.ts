@@ -19,7 +19,7 @@ import { createApp, type ApiApp } from "../src/api/app.js";
 import { openLive, type Live } from "../src/live/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
-import { runsVersusBare, workersRatio } from "./api-throughput.js";
+import { chain, runsVersusBare, workersRatio } from "./api-throughput.js";
 import { emitLine, log, round } from "./timing.js";
 
 interface Served {
@@ -52,12 +52,6 @@ async function post(url: string, key: string, body: unknown): Promise<any> {
   return r.json();
 }
 
-const chain = (n: number, ms: number, head?: { stepId: string; ms: number }) => ({
-  steps: [
-    ...(head ? [{ stepId: head.stepId, skillName: "core.wait", arguments: { ms: head.ms } }] : []),
-    ...Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: i ? [`s${i - 1}`] : head ? [head.stepId] : [], arguments: { ms, value: i } })),
-  ],
-});
 
 /**
  * `n` SSE clients in a child process (plain Node, no TypeScript): every client must receive every
