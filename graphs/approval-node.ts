@@ -48,6 +48,8 @@ export interface PendingConfirmation {
   inDoubt?: boolean;
   /** What is being decided. @default "confirmation" */
   kind?: "confirmation" | "in_doubt" | "compensation";
+  /** The step's own skill failed: the decision is about running its fallback skill (`skillName`). */
+  fallback?: boolean;
 }
 
 export interface ConfirmationInterrupt {
@@ -99,7 +101,17 @@ export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & P
   for (const s of state.plan.steps) {
     const r = state.steps[s.stepId];
     if (r?.status === "waiting_confirmation") {
-      out.push({ stepId: s.stepId, skillName: s.skillName, arguments: r.input ?? s.arguments, preview: r.preview ?? null, round: r.waitRound ?? 0, ...(r.inDoubt ? { inDoubt: true, kind: "in_doubt" as const } : { kind: "confirmation" as const }) });
+      // waiting to run its fallback skill: the decision is about that skill and its arguments
+      const fb = !r.inDoubt && r.fallbackOf && s.fallback && "skillName" in s.fallback ? s.fallback : undefined;
+      out.push({
+        stepId: s.stepId,
+        skillName: fb ? fb.skillName : s.skillName,
+        arguments: fb ? r.fallbackInput ?? fb.arguments ?? {} : r.input ?? s.arguments,
+        preview: r.preview ?? null,
+        round: r.waitRound ?? 0,
+        ...(r.inDoubt ? { inDoubt: true, kind: "in_doubt" as const } : { kind: "confirmation" as const }),
+        ...(fb ? { fallback: true } : {}),
+      });
     }
   }
   const b = state.rollbackBlocked;

@@ -19,7 +19,7 @@ import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 const SCRATCHPAD = "__pregel_scratchpad";
 
-export type TaskKind = "preview" | "step" | "fallback" | "reconcile" | "reconcile_fallback" | "decision" | "compensate";
+export type TaskKind = "preview" | "preview_fallback" | "step" | "fallback" | "reconcile" | "reconcile_fallback" | "decision" | "compensate";
 
 export interface TaskIdentity {
   kind: TaskKind;

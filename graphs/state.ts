@@ -36,6 +36,13 @@ export interface StepRecord {
   fallbackInput?: unknown;
   /** Waiting because fallback attempt n is in doubt (approve = retry the fallback). */
   fallbackInDoubt?: number;
+  /**
+   * The step's own skill failed for good with this error and its fallback skill is what runs (or
+   * waits for confirmation) now. Set from the moment the fallback phase begins.
+   */
+  fallbackOf?: StepError;
+  /** Arguments of the fallback skill as approved by a person (possibly edited). */
+  fallbackApprovedArguments?: Record<string, unknown>;
 }
 
 /** Strict rollback stopped at a failed compensation; an operator decides what happens next. */

@@ -15,7 +15,7 @@ import { defaultEnv, type RuntimeEnv } from "./env.js";
 import { makeObserverNode } from "./observer-node.js";
 import { makePlannerNode } from "./planner-node.js";
 import { makeRollbackApprovalNode } from "./rollback-approval-node.js";
-import { makeSchedulerNode } from "./scheduler-node.js";
+import { makeSchedulerNode } from "./scheduler/index.js";
 import { GraphInputSchema, GraphOutputSchema } from "./io.js";
 import { RunStateAnnotation, type RunState } from "./state.js";
 

@@ -9,7 +9,7 @@ import { Annotation, MemorySaver, StateGraph, START, END, interrupt, Command } f
 import { describe, expect, test } from "vitest";
 import { callDurable, taskKey, type TaskIdentity, type TaskKind } from "../graphs/durable-task.js";
 
-const KINDS: TaskKind[] = ["preview", "step", "fallback", "reconcile", "reconcile_fallback", "decision", "compensate"];
+const KINDS: TaskKind[] = ["preview", "preview_fallback", "step", "fallback", "reconcile", "reconcile_fallback", "decision", "compensate"];
 const stepId = fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,10}$/);
 const identity: fc.Arbitrary<TaskIdentity> = fc.record(
   {

@@ -2,7 +2,7 @@
  * Property-based tests for the pure DAG scheduler (src/kernel/scheduler.ts), driven by a
  * discrete-event simulation: random DAGs, durations, limits, claims, failure policies, failing
  * steps and human confirmations (park / unpark / reject). The simulation drives the scheduler the
- * way graphs/scheduler-node.ts does: after every single event it asks `start(claimsOf)` again.
+ * way graphs/scheduler/index.ts does: after every single event it asks `start(claimsOf)` again.
  */
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect, it } from "vitest";

@@ -134,6 +134,7 @@ export const PendingConfirmationSchema = z.looseObject({
   preview: z.unknown(),
   round: z.number().int().optional(),
   inDoubt: z.boolean().optional(),
+  fallback: z.boolean().optional().describe("The step's own skill failed; approving runs its fallback skill (skillName) with these arguments"),
 });
 
 export const RunViewSchema = z.object({

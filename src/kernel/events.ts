@@ -8,6 +8,8 @@ export const EventType = {
   planning_failed: "planning_failed",
   step_started: "step_started",
   step_completed: "step_completed",
+  /** the step's own skill failed for good and its fallback skill (data.skillName) starts attempt data.attempt */
+  step_fallback_started: "step_fallback_started",
   step_retrying: "step_retrying",
   /** the step waits for a serial key or resource held by other steps (data.waitingFor); it has not started */
   step_waiting_for_limit: "step_waiting_for_limit",
@@ -61,6 +63,7 @@ export function isTaggedEvent(x: unknown): x is TaggedEvent {
 /** The step status an event moves its step to (the projection used by live views and the DB). */
 export const STEP_STATUS_AFTER: Partial<Record<EventType, import("./status.js").StepStatus>> = {
   step_started: "running",
+  step_fallback_started: "running",
   step_retrying: "retrying",
   step_waiting_confirmation: "waiting_confirmation",
   step_completed: "completed",

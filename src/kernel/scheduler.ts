@@ -1,5 +1,5 @@
 /**
- * The DAG scheduler: pure, synchronous, no timers and no I/O. The driver (graphs/scheduler-node)
+ * The DAG scheduler: pure, synchronous, no timers and no I/O. The driver (graphs/scheduler/)
  * asks it which steps may start now and tells it when each one ends; it answers with the steps
  * released or skipped. Limits: a global concurrency cap, serial keys (equal keys never overlap)
  * and named resources with a limit. Among ready steps, the one with the longest remaining path

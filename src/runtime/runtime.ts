@@ -292,8 +292,9 @@ export class Runtime {
       throw new ToolchainError(ErrorCode.INVALID_DECISION, `skip is only for a failed compensation in strict rollback; step "${d.stepId}" waits for a ${pending.kind ?? "confirmation"} decision`);
     }
     if (d.decision === "approve" && d.arguments) {
+      // the skill the wait is about (a step's fallback skill when it waits to run that)
       const step = row.plan.steps.find((s) => s.stepId === d.stepId)!;
-      const skill = this.registry.get(step.skillName)!;
+      const skill = this.registry.get(pending.skillName) ?? this.registry.get(step.skillName)!;
       const r = skill.input.safeParse(d.arguments);
       if (!r.success) {
         throw new ToolchainError(ErrorCode.INVALID_ARGUMENTS, `edited arguments do not match ${skill.name}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`);

@@ -48,6 +48,7 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
         runStatus = "rollback_failed";
         break;
       case "step_started":
+      case "step_fallback_started":
       case "step_confirmed":
         if (runStatus === "waiting_confirmation" || runStatus === undefined) runStatus = "running";
         break;
@@ -79,6 +80,7 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
         preview: e.data.preview ?? null,
         ...(e.data.round !== undefined ? { round: Number(e.data.round) } : {}),
         ...(e.data.inDoubt ? { inDoubt: true, kind: "in_doubt" } : { kind: "confirmation" }),
+        ...(e.data.fallback ? { fallback: true } : {}),
       } as PendingConfirmation);
     } else if (e.type === "step_confirmed" || e.type === "step_failed" || e.type === "step_cancelled" || e.type === "step_completed") {
       pending.delete(e.stepId);
