@@ -21,33 +21,57 @@ import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/k
 import { EventType } from "../src/kernel/events.js";
 import { fault, FaultPoint } from "../src/kernel/faults.js";
 import { assertStepTransition } from "../src/kernel/status.js";
-import { executeAttempt } from "../src/kernel/execute-attempt.js";
 import { hasSideEffects, type Skill } from "../src/skills/contract.js";
 import { resolveArguments } from "../src/plan/refs.js";
 import { decideRetry } from "../src/plan/retry-policy.js";
 import { compilePlanAsync, type CompiledStep } from "../src/plan/validate.js";
 import { callDurable } from "./durable-task.js";
 import { emitter } from "./emit.js";
+import { executeSkill } from "./scheduler/execute.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate, StepRecord } from "./state.js";
 
 type How =
   | { kind: "not_needed" }
   | { kind: "not_compensable"; why: string }
-  | { kind: "compensate"; skill: Skill }
-  | { kind: "delete_created"; skill: Skill }
-  | { kind: "rollback_skill"; skill: Skill; arguments: Record<string, unknown> };
+  | { kind: "compensate"; skill: Skill; effect: Effect }
+  | { kind: "delete_created"; skill: Skill; effect: Effect }
+  | { kind: "rollback_skill"; skill: Skill; arguments: Record<string, unknown>; effect: Effect };
 
-export function compensationFor(c: CompiledStep, env: Pick<RuntimeEnv, "registry">): How {
+/** The execution being undone: what ran it, with which input, what it returned, under which key. */
+interface Effect {
+  skill: Skill;
+  input: unknown;
+  output: unknown;
+  /** `step` (the step's skill) or `fallback` (its fallback skill) */
+  unit: "step" | "fallback";
+}
+
+/**
+ * How a completed step is undone: by the skill whose effect it is. A step completed by its
+ * fallback skill is undone by that skill's own compensation (the plan's `rollback` describes the
+ * step's skill, not the fallback); a fallback value is not an effect and needs no undoing.
+ */
+export function compensationFor(c: CompiledStep, r: Pick<StepRecord, "usedFallback" | "input" | "output" | "fallbackInput">, env: Pick<RuntimeEnv, "registry">): How {
+  if (r.usedFallback) {
+    const fb = c.step.fallback;
+    if (!fb || "value" in fb) return { kind: "not_needed" };
+    const skill = env.registry.get(fb.skillName)!;
+    const effect: Effect = { skill, input: r.fallbackInput, output: r.output, unit: "fallback" };
+    if (skill.compensate) return { kind: "compensate", skill, effect };
+    if (skill.createdRecords) return { kind: "delete_created", skill, effect };
+    return hasSideEffects(skill) ? { kind: "not_compensable", why: `its fallback skill ${skill.name} has side effects and no compensation` } : { kind: "not_needed" };
+  }
+  const effect: Effect = { skill: c.skill, input: r.input, output: r.output, unit: "step" };
   const rb = c.step.rollback;
   const effects = hasSideEffects(c.skill);
   if (rb?.kind === "none") return effects ? { kind: "not_compensable", why: "its rollback is declared none" } : { kind: "not_needed" };
-  if (rb?.kind === "skill") return { kind: "rollback_skill", skill: env.registry.get(rb.skillName)!, arguments: rb.arguments ?? {} };
+  if (rb?.kind === "skill") return { kind: "rollback_skill", skill: env.registry.get(rb.skillName)!, arguments: rb.arguments ?? {}, effect };
   if (rb?.kind === "delete_created_records") {
-    return c.skill.createdRecords ? { kind: "delete_created", skill: c.skill } : { kind: "not_compensable", why: "its skill does not report created records" };
+    return c.skill.createdRecords ? { kind: "delete_created", skill: c.skill, effect } : { kind: "not_compensable", why: "its skill does not report created records" };
   }
-  if (c.skill.compensate) return { kind: "compensate", skill: c.skill };
-  if (c.skill.createdRecords) return { kind: "delete_created", skill: c.skill };
+  if (c.skill.compensate) return { kind: "compensate", skill: c.skill, effect };
+  if (c.skill.createdRecords) return { kind: "delete_created", skill: c.skill, effect };
   return effects ? { kind: "not_compensable", why: "it has side effects and no compensation" } : { kind: "not_needed" };
 }
 
@@ -98,13 +122,13 @@ export function makeCompensationNode(env: RuntimeEnv) {
         continue;
       }
       const c = compiled.byId.get(id)!;
-      const how = compensationFor(c, env);
+      const how = compensationFor(c, r, env);
       if (how.kind === "not_needed") {
         set(id, { rollback: "not_needed" });
         continue;
       }
       if (how.kind === "not_compensable") {
-        const error: StepError = { code: ErrorCode.NOT_COMPENSABLE, message: `step "${id}" (${c.skill.name}) cannot be undone: ${how.why}` };
+        const error: StepError = { code: ErrorCode.NOT_COMPENSABLE, message: `step "${id}" (${r.usedFallback ? c.step.fallback && "skillName" in c.step.fallback ? c.step.fallback.skillName : c.skill.name : c.skill.name}) cannot be undone: ${how.why}` };
         set(id, { rollback: "not_compensable", rollbackError: error });
         emit(EventType.step_rollback_failed, id, { error });
         if (mode === "strict") stopped = true; // only reachable with acceptNoCompensation: nothing an operator could retry
@@ -153,14 +177,33 @@ export function makeCompensationNode(env: RuntimeEnv) {
           const timeout = AbortSignal.timeout(timeoutMs);
           const signal = AbortSignal.any([stopSignal, timeout]);
           const logger = env.logger(runId, c.id);
-          const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, signal, logger, input: r.input, output: r.output };
+          const e = how.effect;
+          const effectKey = e.unit === "fallback" ? `${runId}:${c.id}:fallback` : `${runId}:${c.id}`;
+          const cc = { runId, stepId: c.id, workspaceId: state.workspaceId ?? "default", effectKey, idempotencyKey: `${effectKey}:compensate`, signal, logger, input: e.input, output: e.output };
           try {
             if (how.kind === "compensate") await abandonOnAbort(() => how.skill.compensate!(cc), signal, timeout, timeoutMs);
-            else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc), signal, timeout, timeoutMs);
+            else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(e.output, e.input), cc), signal, timeout, timeoutMs);
             else {
-              const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: r.input, output: r.output } }, "rollback.arguments");
-              const a = await executeAttempt({ skill: how.skill, args, runId, stepId: c.id, attempt, idempotencyKey: cc.idempotencyKey, context: state.context, workspaceId: state.workspaceId, logger, signal: stopSignal, timeoutMs });
-              if (!a.ok) return { ok: false as const, error: a.error };
+              const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: e.input, output: e.output } }, "rollback.arguments");
+              // a rollback skill executes through the one attempt path, like any other skill
+              const a = await executeSkill(env, emit, {
+                skill: how.skill,
+                args,
+                runId,
+                stepId: c.id,
+                attempt: round * 1_000 + attempt,
+                intentKey: `${c.id}#rollback`,
+                idempotencyKey: cc.idempotencyKey,
+                context: state.context,
+                workspaceId: state.workspaceId,
+                allowed: state.allowedSkills,
+                signal: stopSignal,
+                timeoutMs,
+                started: () => undefined,
+                label: `rollback attempt ${attempt}`,
+              });
+              // in doubt (a dead process claimed this attempt): never repeated blindly, an operator decides
+              if (!a.ok) return { ok: false as const, error: a.error, final: "inDoubt" in a };
             }
             fault(FaultPoint.compensation_done);
             await env.intents.claimIntent(runId, doneKey, 0);
@@ -171,6 +214,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
           }
         });
         if (res.ok) return { ok: true as const, attempts: attempt };
+        if ("final" in res && res.final) return { ok: false as const, error: res.error, attempts: attempt };
         if (stopSignal.aborted) return { ok: false as const, error: res.error.code === ErrorCode.CANCELLED ? res.error : toStepError(stopSignal.reason), attempts: attempt };
         // compensations are retried per the step's policy (they must be idempotent: same key every time)
         const d = decideRetry(c.retry, { sideEffects: "none", idempotent: true }, res.error, attempt, env.random);

@@ -3,6 +3,7 @@
  * a clock and randomness (injectable for tests), and a logger.
  */
 import type { SkillLogger } from "../src/skills/contract.js";
+import { planBudgetFromEnv, type PlanBudget } from "../src/plan/admission.js";
 import type { SkillRegistry } from "../src/skills/registry.js";
 import { LRUCache } from "lru-cache";
 import type { CompiledPlan } from "../src/plan/validate.js";
@@ -34,6 +35,8 @@ export interface RuntimeEnv {
    * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
    */
   compensationTimeoutMs: number;
+  /** What a model- or agent-written plan may ask for (src/plan/admission.ts). @default planBudgetFromEnv() */
+  planBudget: PlanBudget;
   /**
    * Serial keys, resources and parallelSafe across runs (and processes, on Postgres). Absent: they
    * hold within each run only (the bare graph, e.g. in Studio).
@@ -90,6 +93,7 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     logger: () => silentLogger,
     segmentTasks: 1_000,
     compensationTimeoutMs: 60_000,
+    planBudget: over.planBudget ?? planBudgetFromEnv(),
     ...over,
     compiledPlans: over.compiledPlans ?? compiledPlanCache(),
     // configured from the environment unless given (LangGraph Studio, the CLI, the server)

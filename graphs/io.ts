@@ -9,6 +9,7 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
 import { RunStatus, StepStatus } from "../src/kernel/status.js";
+import type { Admission } from "../src/plan/admission.js";
 import { ToolChainPlanSchema } from "../src/plan/schema.js";
 
 const Obj = () => z.record(z.string(), z.unknown());
@@ -48,6 +49,8 @@ export interface RunSeed {
   /** The workspace's skill allowlist resolved to names; null: every registered skill. */
   allowedSkills?: string[] | null;
   createdAt?: string;
+  /** Who wrote the plan, as the runtime admitted it (absent for a bare graph invocation: an agent via Studio). */
+  admission?: Admission;
 }
 
 export const SEED_KEY = "toolchain_seed";

@@ -10,11 +10,17 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { ErrorCode, toStepError, ToolchainError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { admitPlan, LIBRARY_AUTHOR, type Admission, type PlanAuthor } from "../src/plan/admission.js";
 import { compilePlanAsync } from "../src/plan/validate.js";
 import { emitter } from "./emit.js";
 import { compiledFor, type RuntimeEnv } from "./env.js";
 import { seedOf, SEED_KEY, threadIdOf } from "./io.js";
 import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
+
+/** A plan given to the graph itself, not through the runtime: an agent's (clamped and budgeted). */
+const STUDIO_AUTHOR: PlanAuthor = { kind: "agent", via: "studio" };
+/** The planner's plan: the model's, whoever asked (the fallback planner's plans are held to the same rules). */
+const MODEL_AUTHOR: PlanAuthor = { kind: "model", via: "planner" };
 
 const hasSteps = (plan: unknown) => Array.isArray((plan as { steps?: unknown } | undefined)?.steps) && (plan as { steps: unknown[] }).steps.length > 0;
 
@@ -48,9 +54,15 @@ export function makePlannerNode(env: RuntimeEnv) {
       emit(EventType.planning_started, undefined, { source: "given" });
       try {
         if (state.plan === undefined) throw new ToolchainError(ErrorCode.PLAN_INVALID, "the run has neither a plan nor a request to plan");
-        const compiled = await compiledFor(env, runId, state.plan, () => compilePlanAsync(state.plan, { registry: env.registry, context: state.context, memory: state.memory }));
-        emit(EventType.planning_completed, undefined, { steps: compiled.steps.length });
-        return { ...facts, plan: compiled.plan, status: "running", updatedAt: at() };
+        // the runtime admitted the plan for its author (the seed says who); a plan given to the
+        // graph directly (Studio, the SDK, a parent graph) is an agent's, and is admitted here
+        const admitted = seed.admission
+          ? { plan: state.plan as unknown, admission: seed.admission }
+          : admitPlan(state.plan, driven ? LIBRARY_AUTHOR : STUDIO_AUTHOR, (n) => env.registry.get(n), env.planner.config, env.planBudget);
+        const compiled = await compiledFor(env, runId, admitted.plan, () => compilePlanAsync(admitted.plan, { registry: env.registry, context: state.context, memory: state.memory }));
+        const { author, warnings } = admitted.admission;
+        emit(EventType.planning_completed, undefined, { steps: compiled.steps.length, author, ...(warnings.length ? { warnings } : {}) });
+        return { ...facts, plan: compiled.plan, admission: admitted.admission, status: "running", updatedAt: at() };
       } catch (e) {
         return fail(e);
       }
@@ -72,8 +84,9 @@ export function makePlannerNode(env: RuntimeEnv) {
         signal,
       });
       const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };
-      emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
-      return { ...facts, plan: out.plan, planning, status: "running", updatedAt: at() };
+      const admission: Admission = { author: MODEL_AUTHOR, warnings: out.warnings };
+      emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, author: MODEL_AUTHOR, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
+      return { ...facts, plan: out.plan, planning, admission, status: "running", updatedAt: at() };
     } catch (e) {
       if (config.signal?.aborted) throw e; // the drive stopped (lease lost, shutdown): plan again on resume
       const error = cancel.aborted ? toStepError(cancel.reason ?? new ToolchainError(ErrorCode.CANCELLED, "cancelled while planning")) : toStepError(e);

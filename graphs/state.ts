@@ -4,6 +4,7 @@
 import { Annotation } from "@langchain/langgraph";
 import type { StepError } from "../src/kernel/errors.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../src/kernel/status.js";
+import type { Admission } from "../src/plan/admission.js";
 import type { ToolChainPlan } from "../src/plan/schema.js";
 import type { PlannerInfo, PlanWarning, TokenUsage } from "../src/planner/index.js";
 
@@ -90,6 +91,8 @@ export const RunStateAnnotation = Annotation.Root({
   request: Annotation<string | undefined>,
   /** Skills the planner may use (the workspace allowlist, resolved to names); absent: every registered skill. */
   allowedSkills: Annotation<string[] | null | undefined>,
+  /** Who wrote the plan and what admission changed (src/plan/admission.ts); set by the planner node. */
+  admission: Annotation<Admission | null>({ reducer: (_a, b) => b, default: () => null }),
   /** Set by the planner node when it wrote the plan. */
   planning: Annotation<PlanningRecord | null>({ reducer: (_a, b) => b, default: () => null }),
   context: Annotation<unknown>,

@@ -21,6 +21,8 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   INVALID_ARGUMENTS: 400,
   SKILL_NOT_ALLOWED: 400,
   NOT_COMPENSABLE: 400,
+  CONFIRMATION_REQUIRED: 400,
+  PLAN_OVER_BUDGET: 400,
   RESERVED_ID: 400,
   UNSUPPORTED_VALUE: 400,
   // step codes describe steps inside a run view; thrown at the API they would be a bug

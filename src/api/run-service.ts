@@ -7,6 +7,7 @@
  * store, for API-only processes.
  */
 import { randomBytes } from "node:crypto";
+import type { PlanAuthor } from "../plan/admission.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunEvent } from "../kernel/events.js";
@@ -57,6 +58,11 @@ function drain(events: AsyncIterator<RunEvent>): void {
   })().catch(() => undefined);
 }
 
+/** A key over REST: a person (or a service acting as one); relaxing confirmations needs the key's permission. */
+export function personOf(p: Principal): PlanAuthor {
+  return { kind: "person", via: "rest", mayRelaxConfirmation: p.permissions?.includes("relax_confirmation") ?? false };
+}
+
 export class RunService {
   /** Views of finished runs (immutable). */
   readonly finished: FinishedViews;
@@ -80,8 +86,8 @@ export class RunService {
    * Validate (throws with the plan's code, creating nothing) and start or queue the run. With
    * `request` + `autoPlan` the run is created at once and the graph's planner node writes its plan.
    */
-  async start(p: Principal, body: RunRequest, traceId: string): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
-    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills) };
+  async start(p: Principal, body: RunRequest, traceId: string, author: PlanAuthor = personOf(p)): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
+    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills), author };
     if (body.plan === undefined) {
       if (!body.autoPlan || body.request === undefined) {
         throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
@@ -111,8 +117,8 @@ export class RunService {
     };
   }
 
-  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks): Promise<Outcome> {
-    const o = await this.runOutcome(p, body, traceId, hooks);
+  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor): Promise<Outcome> {
+    const o = await this.runOutcome(p, body, traceId, hooks, author);
     const err = o.view.error;
     if (o.kind === "settled" && o.view.status === "failed" && err?.code === ErrorCode.PLANNING_FAILED) {
       // nothing ran: the request could not be planned (422, like POST /plan); the failed run stays for its events
@@ -121,8 +127,8 @@ export class RunService {
     return o;
   }
 
-  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks): Promise<Outcome> {
-    const { runId, handle } = await this.start(p, body, traceId);
+  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor): Promise<Outcome> {
+    const { runId, handle } = await this.start(p, body, traceId, author);
     hooks?.onStart?.(runId);
     const wait = body.wait ?? true;
     if (handle) {

@@ -4,6 +4,8 @@
  * parse real responses with the response schemas, so the document cannot drift from the server.
  */
 import { z } from "zod";
+import { PLAN_WARNING_CODES } from "../plan/clamp.js";
+import { AUTHOR_KINDS, AUTHOR_VIAS, type AuthorKind, type AuthorVia } from "../plan/admission.js";
 import { ERROR_CODES } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
@@ -77,7 +79,7 @@ export const ErrorResponseSchema = z.object({
 const StepErrorSchema = z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional() });
 
 export const PlanWarningSchema = z.object({
-  code: z.enum(["confirmation_required", "retry_not_allowed", "retry_capped", "timeout_capped", "rollback_ignored", "accept_no_compensation_ignored", "repaired", "no_target_table"]),
+  code: z.enum(PLAN_WARNING_CODES),
   stepId: z.string().optional(),
   message: z.string(),
 });
@@ -150,6 +152,13 @@ export const RunViewSchema = z.object({
   pendingConfirmations: z.array(PendingConfirmationSchema),
   graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering coloured by step status."),
   planning: PlanningRecordSchema.nullable().describe("Which planner wrote the plan of a run started from a request, and why the fallback ran; null for a given plan."),
+  admission: z
+    .object({
+      author: z.object({ kind: z.enum(AUTHOR_KINDS as [AuthorKind, ...AuthorKind[]]), via: z.enum(AUTHOR_VIAS as [AuthorVia, ...AuthorVia[]]), mayRelaxConfirmation: z.boolean().optional() }),
+      warnings: z.array(PlanWarningSchema),
+    })
+    .nullable()
+    .describe("Who wrote the plan (person, model, agent), through which surface, and what admission clamped (model and agent plans may tighten execution semantics, never loosen them)"),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

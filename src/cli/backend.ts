@@ -71,7 +71,8 @@ export class LocalBackend implements Backend {
 
   async start(input: StartInput): Promise<Execution> {
     await this.ensureWorkspace();
-    const opts = { context: input.context ?? {}, memory: input.memory ?? {}, workspaceId: this.workspace };
+    // the operator at this terminal owns the database: a person who may relax confirmations where skills allow it
+    const opts = { context: input.context ?? {}, memory: input.memory ?? {}, workspaceId: this.workspace, author: { kind: "person", via: "cli", mayRelaxConfirmation: true } as const };
     const { runtime } = this.opened;
     return input.request !== undefined ? runtime.runRequest(input.request, opts) : runtime.run(input.plan, opts);
   }

@@ -1,11 +1,11 @@
 /**
- * `toolchain keys create --workspace <id> [--skills a,b|pack.*] [--label text]`
+ * `toolchain keys create --workspace <id> [--skills a,b|pack.*] [--label text] [--permit relax_confirmation]`
  * `toolchain keys list [--workspace <id>]`
  * `toolchain keys revoke <keyId>`
  * A key is printed once, when created; only its sha256 is stored. With an embedded database, stop
  * the server first (one process owns an embedded database).
  */
-import type { AccessStore } from "../store/access-store.js";
+import { KEY_PERMISSIONS, type AccessStore, type KeyPermission } from "../store/access-store.js";
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -29,8 +29,15 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
       const skills = flag(rest, "--skills");
       const ws = await access.ensureWorkspace(workspace, skills !== undefined ? { allowedSkills: skills === "*" ? null : skills.split(",").map((s) => s.trim()).filter(Boolean) } : {});
       const extra = (await hooks.onWorkspace?.(ws.workspaceId)) ?? {};
-      const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label") });
-      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, ...extra }, null, 2));
+      const permit = flag(rest, "--permit");
+      const permissions = permit ? permit.split(",").map((s) => s.trim()).filter(Boolean) : [];
+      const bad = permissions.find((p) => !KEY_PERMISSIONS.includes(p as KeyPermission));
+      if (bad) {
+        console.error(`--permit: unknown permission "${bad}" (known: ${KEY_PERMISSIONS.join(", ")})`);
+        return 2;
+      }
+      const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label"), permissions: permissions as KeyPermission[] });
+      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, permissions, ...extra }, null, 2));
       console.error("store this key now: it is not shown again");
       return 0;
     }

@@ -18,6 +18,10 @@ export const ErrorCode = {
   INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
   SKILL_NOT_ALLOWED: "SKILL_NOT_ALLOWED",
   NOT_COMPENSABLE: "NOT_COMPENSABLE",
+  /** A plan removes a confirmation its author may not remove (src/kernel/confirmation.ts `mayRelax`). */
+  CONFIRMATION_REQUIRED: "CONFIRMATION_REQUIRED",
+  /** A model- or agent-written plan over its workspace's budget (steps, confirmations, fan-out). */
+  PLAN_OVER_BUDGET: "PLAN_OVER_BUDGET",
   /** A step id or saveResultAs key that names an Object.prototype member (`constructor`, `toString`, …). */
   RESERVED_ID: "RESERVED_ID",
   /** A value the run history cannot store (NUL, lone surrogate, bigint, NaN, too deep, `__proto__` key). */

@@ -10,6 +10,9 @@
  * when the user does not answer within `elicitationTimeoutMs`, the tool returns the waiting run.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { PlanAuthor } from "../plan/admission.js";
+
+const MCP_AUTHOR: PlanAuthor = { kind: "agent", via: "mcp" };
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { ElicitResultSchema, type CallToolResult, type ServerNotification, type ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { ErrorCode, ToolchainError, isErrorCode } from "../kernel/errors.js";
@@ -155,7 +158,7 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
     const out = await service.plan(o.principal(extra), { request: args.request, context: args.context });
     const registry = service.runtime.registry;
     // a skill that decides per arguments ("conditional") may ask: say so
-    const r = toPlanResult(out, (name, flag) => flag ?? Boolean(registry.get(name)?.requiresConfirmation));
+    const r = toPlanResult(out, registry);
     return { structuredContent: r, content: [{ type: "text", text: planSummary(r) }] };
   }));
 
@@ -170,7 +173,7 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
           const steps = (args.plan?.steps ?? []).map((st) => ({ stepId: st.stepId, status: "pending" as const }));
           stop = followProgress(extra, runId, 0, async () => steps);
         },
-      });
+      }, MCP_AUTHOR); // a plan from an MCP client is an agent's: clamped and budgeted (src/plan/admission.ts)
       return runToolResult(await askUntilSettled(p, outcome, extra));
     } finally {
       stop();

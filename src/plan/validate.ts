@@ -6,6 +6,7 @@ import { z } from "zod";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { Skill } from "../skills/contract.js";
 import { hasSideEffects } from "../skills/contract.js";
+import { compensable } from "../kernel/confirmation.js";
 import type { SkillRegistry } from "../skills/registry.js";
 import { ancestorSets } from "./reachability.js";
 import { collectRefs, readPath, resolveArguments, type ParsedRef } from "./refs.js";
@@ -240,10 +241,22 @@ function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, C
     }
     // strict rollback refuses side effects that cannot be undone
     if (plan.rollbackMode === "strict" && hasSideEffects(skill) && !s.acceptNoCompensation) {
-      const compensable = s.rollback ? s.rollback.kind !== "none" : typeof skill.compensate === "function" || skill.createdRecords !== undefined;
-      if (!compensable) {
+      const undoable = s.rollback ? s.rollback.kind !== "none" : compensable(skill);
+      if (!undoable) {
         issues.push({ code: ErrorCode.NOT_COMPENSABLE, message: `step "${s.stepId}": skill "${s.skillName}" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)`, stepId: s.stepId });
       }
+    }
+    // a fallback skill is an effect of its own: strict mode asks the same of it (the step's
+    // rollback does not undo it; the fallback skill's own compensation does)
+    const fbSkill = s.fallback && "skillName" in s.fallback ? registry.get(s.fallback.skillName) : undefined;
+    if (fbSkill && plan.rollbackMode === "strict" && !compensable(fbSkill) && !s.acceptNoCompensation) {
+      issues.push({ code: ErrorCode.NOT_COMPENSABLE, message: `step "${s.stepId}": fallback skill "${fbSkill.name}" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)`, stepId: s.stepId, path: "fallback.skillName" });
+    }
+    // a rollback runs when things already went wrong, with nobody asked: a skill that needs a
+    // person's confirmation cannot be a compensation
+    const rbSkill = s.rollback?.kind === "skill" ? registry.get(s.rollback.skillName) : undefined;
+    if (rbSkill?.requiresConfirmation) {
+      issues.push({ code: ErrorCode.CONFIRMATION_REQUIRED, message: `step "${s.stepId}": rollback skill "${rbSkill.name}" requires confirmation; a compensation runs unattended, so it must be a skill that does not ask`, stepId: s.stepId, path: "rollback.skillName" });
     }
   }
   if (issues.length) throw new PlanValidationError(issues);

@@ -18,6 +18,10 @@ import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
+import { admitPlan, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
+
+/** A validated plan and its admission (who wrote it, what was clamped). */
+export type AdmittedPlan = CompiledPlan & { admission: Admission };
 import { Planner, plannerConfigFromEnv, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
 import type { Skill } from "../skills/contract.js";
 import { SkillRegistry } from "../skills/registry.js";
@@ -33,6 +37,8 @@ import { buildRunView, type RunView } from "./view.js";
 import type { RunRow } from "../store/run-store.js";
 
 export interface RuntimeOptions {
+  /** Budget for model- and agent-written plans. @default planBudgetFromEnv() (50 steps, 10 confirmations, fan-out 20) */
+  planBudget?: Partial<PlanBudget>;
   /** Extra skills (core.* are always present), or a registry to use as is. */
   skills?: Skill[] | SkillRegistry;
   /** @default new MemorySaver() */
@@ -72,6 +78,12 @@ export interface RunOptions {
   allowSkill?: (name: string) => boolean;
   /** What `validateAsync(plan, these options)` returned: the plan is not validated again. */
   compiled?: CompiledPlan;
+  /**
+   * Who wrote the plan (src/plan/admission.ts). Model- and agent-written plans are clamped and
+   * budgeted; a person may remove confirmations only with `mayRelaxConfirmation`.
+   * @default { kind: "person", via: "library", mayRelaxConfirmation: true } (the embedding code)
+   */
+  author?: PlanAuthor;
 }
 
 export interface RunHandle {
@@ -122,6 +134,7 @@ export class Runtime {
   private readonly leaseTtlMs: number;
   private readonly decisionPollMs: number;
   private readonly driveRetry: DriveRetryPolicy;
+  readonly planBudget: PlanBudget;
 
   constructor(opts: RuntimeOptions = {}) {
     this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
@@ -138,19 +151,30 @@ export class Runtime {
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.decisionPollMs = opts.decisionPollMs ?? 200;
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
+    this.planBudget = { ...planBudgetFromEnv(), ...opts.planBudget };
+    this.env.planBudget = this.planBudget;
   }
 
-  /** Validate only: throws PlanValidationError with a stable code. */
-  validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): CompiledPlan {
-    return compilePlan(plan, this.validateOptions(opts, plan));
+  /** Admit (for its author) and validate only: throws PlanValidationError with a stable code. */
+  validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "author"> = {}): AdmittedPlan {
+    const vo = this.validateOptions(opts, plan);
+    const a = this.admit(plan, opts.author);
+    return { ...compilePlan(a.plan, vo), admission: a.admission };
   }
 
   /**
    * `validate` in slices of at most ~10 ms, giving the event loop back in between (servers: a
    * 10,000-step plan must not stall other requests). Pass the result as `RunOptions.compiled`.
    */
-  validateAsync(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill"> = {}): Promise<CompiledPlan> {
-    return compilePlanAsync(plan, this.validateOptions(opts, plan));
+  async validateAsync(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "author"> = {}): Promise<AdmittedPlan> {
+    const vo = this.validateOptions(opts, plan);
+    const a = this.admit(plan, opts.author);
+    return { ...(await compilePlanAsync(a.plan, vo)), admission: a.admission };
+  }
+
+  /** The plan as its author may run it (src/plan/admission.ts). */
+  private admit(plan: unknown, author: PlanAuthor = LIBRARY_AUTHOR) {
+    return admitPlan(plan, author, (n) => this.registry.get(n), this.env.planner.config, this.planBudget);
   }
 
   private validateOptions(opts: Pick<RunOptions, "context" | "memory" | "allowSkill">, plan: unknown) {
@@ -224,7 +248,9 @@ export class Runtime {
     const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
     const workspaceId = opts.workspaceId ?? "default";
     // no plan in the graph's input: the planner node plans the request
-    const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now } };
+    // the plan will be the planner's (author: model); who asked is kept with the request
+    const admission: Admission = { author: { kind: "model", via: "planner" }, warnings: [] };
+    const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now, admission } };
     const created = this.store.createRun({
       runId,
       workspaceId,
@@ -233,18 +259,20 @@ export class Runtime {
       context: opts.context ?? {},
       memory: opts.memory ?? {},
       planningInput: { request, allowedSkills },
+      admission,
     });
     return { runId, input, created };
   }
 
   private prepare(plan: unknown, opts: RunOptions) {
-    const compiled = opts.compiled ?? this.validate(plan, opts);
+    const compiled: AdmittedPlan = opts.compiled && "admission" in opts.compiled ? (opts.compiled as AdmittedPlan) : opts.compiled ? { ...opts.compiled, admission: this.admit(opts.compiled.plan, opts.author).admission } : this.validate(plan, opts);
+    const admission = compiled.admission;
     const runId = opts.runId ?? randomUUID();
     // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
     rememberCompiled(this.env, runId, compiled);
     const now = new Date(this.env.now()).toISOString();
     const workspaceId = opts.workspaceId ?? "default";
-    const input: DriveInput = { input: { runId, plan: compiled.plan, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, createdAt: now } };
+    const input: DriveInput = { input: { runId, plan: compiled.plan, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, createdAt: now, admission } };
     const created = this.store.createRun({
       runId,
       workspaceId,
@@ -252,6 +280,7 @@ export class Runtime {
       plan: compiled.plan,
       context: opts.context ?? {},
       memory: opts.memory ?? {},
+      admission,
     });
     return { runId, input, created };
   }
@@ -341,7 +370,7 @@ export class Runtime {
     // every drive carries the run's seed: a process that died while the planner node ran (only the
     // input checkpointed) continues it from the checkpoint, and the planner must still see the
     // run's workspace and allowlist
-    const seed: RunSeed = { workspaceId: row.workspaceId, allowedSkills: row.planningInput ? row.planningInput.allowedSkills : null, createdAt: new Date(this.env.now()).toISOString() };
+    const seed: RunSeed = { workspaceId: row.workspaceId, allowedSkills: row.planningInput ? row.planningInput.allowedSkills : null, createdAt: new Date(this.env.now()).toISOString(), ...(row.admission ? { admission: row.admission } : {}) };
     if (!(snap.values as Partial<RunState>)?.runId) {
       const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
       // a run from a request that never started: the planner node plans it

@@ -2,6 +2,7 @@
 import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
 import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
 import type { StepError } from "../kernel/errors.js";
+import type { Admission } from "../plan/admission.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { exportPlanGraph, type PlanGraph } from "../plan/graph-export.js";
@@ -38,6 +39,8 @@ export interface RunView {
   graph: PlanGraph;
   /** Which planner wrote the plan and why the fallback ran (null: the caller gave the plan). */
   planning: PlanningRecord | null;
+  /** Who wrote the plan (a person, the model, an agent), through which surface, and what admission clamped. */
+  admission: Admission | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -82,6 +85,7 @@ export function buildRunView(state: RunState): RunView {
     pendingConfirmations: pendingConfirmations(s),
     graph: exportPlanGraph(s.plan, (id) => rec(id).status),
     planning: s.planning ?? null,
+    admission: s.admission ?? null,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

@@ -14,7 +14,7 @@ import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
 import { defaultDataDir } from "../store/db.js";
-import type { ConfiguredKey } from "../store/access-store.js";
+import { KEY_PERMISSIONS, type ConfiguredKey } from "../store/access-store.js";
 import { MAX_TIMER_MS } from "../plan/schema.js";
 import type { SseOptions } from "../api/sse.js";
 
@@ -61,8 +61,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
   const role = env.TOOLCHAIN_ROLE ?? "all"; // all | api
   if (role !== "all" && role !== "api") throw new TypeError(`Expected TOOLCHAIN_ROLE to be "all" or "api", got "${role}"`);
   const keys = env.TOOLCHAIN_API_KEYS ? (JSON.parse(env.TOOLCHAIN_API_KEYS) as ConfiguredKey[]) : [];
-  if (!Array.isArray(keys) || keys.some((k) => typeof k?.workspace !== "string" || typeof k?.key !== "string" || k.key.length < 32)) {
-    throw new TypeError('Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...]}');
+  const badPermissions = (k: ConfiguredKey) => k.permissions !== undefined && (!Array.isArray(k.permissions) || k.permissions.some((p) => !KEY_PERMISSIONS.includes(p)));
+  if (!Array.isArray(keys) || keys.some((k) => typeof k?.workspace !== "string" || typeof k?.key !== "string" || k.key.length < 32 || badPermissions(k))) {
+    throw new TypeError(`Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`);
   }
   const databaseUrl = env.DATABASE_URL || undefined;
   return {
@@ -134,7 +135,8 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
     if (cfg.devKey && (await access.countKeys({ includeRevoked: true })) === 0) {
       await access.ensureWorkspace("local");
       await opened.tables?.ensureWorkspace("local");
-      devKey = (await access.createKey("local", { label: "local development" })).key;
+      // the person at this machine owns the dev key: it may remove confirmations where skills allow it
+      devKey = (await access.createKey("local", { label: "local development", permissions: ["relax_confirmation"] })).key;
       const file = devKeyFile(cfg.dataDir);
       if (file && db.kind === "embedded") {
         mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });

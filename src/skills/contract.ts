@@ -37,6 +37,10 @@ export interface CreatedRecord {
 export interface CompensationContext<I, O> {
   runId: string;
   stepId: string;
+  /** The run's workspace: a compensation touches nothing outside it. */
+  workspaceId: string;
+  /** The idempotency key of the execution being undone (what the store knows the effect by). */
+  effectKey: string;
   idempotencyKey: string;
   signal: AbortSignal;
   logger: SkillLogger;

@@ -22,11 +22,17 @@ export interface ApiKeyInfo {
   revokedAt: string | null;
 }
 
+/** What a key may do beyond running, reading and deciding. */
+export type KeyPermission = "relax_confirmation";
+export const KEY_PERMISSIONS: readonly KeyPermission[] = ["relax_confirmation"];
+
 /** Who is calling: resolved from a key. */
 export interface Principal {
   workspaceId: string;
   keyId: string;
   allowedSkills: string[] | null;
+  /** `relax_confirmation`: plans sent with this key may say `requireConfirmation: false` where the skill allows it. */
+  permissions?: readonly KeyPermission[];
 }
 
 export interface AccessStore {
@@ -34,7 +40,7 @@ export interface AccessStore {
   ensureWorkspace(workspaceId: string, opts?: { allowedSkills?: string[] | null }): Promise<Workspace>;
   getWorkspace(workspaceId: string): Promise<Workspace | undefined>;
   /** A new key (or `key`, a configured one, imported idempotently) for an existing workspace. */
-  createKey(workspaceId: string, opts?: { label?: string; key?: string }): Promise<{ key: string; info: ApiKeyInfo }>;
+  createKey(workspaceId: string, opts?: { label?: string; key?: string; permissions?: readonly KeyPermission[] }): Promise<{ key: string; info: ApiKeyInfo }>;
   listKeys(workspaceId?: string): Promise<ApiKeyInfo[]>;
   /** false when no such key (or already revoked). */
   revokeKey(keyId: string): Promise<boolean>;
@@ -55,6 +61,8 @@ export interface ConfiguredKey {
   key: string;
   /** Skill allowlist of the workspace (names or `pack.*`); absent: unchanged (new workspaces: every skill). */
   skills?: string[];
+  /** e.g. ["relax_confirmation"]; absent: none. */
+  permissions?: KeyPermission[];
 }
 
 export const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -95,7 +103,7 @@ export function skillMatcher(allowed: readonly string[] | null): ((name: string)
 /** In-process AccessStore: for library use and tests without a database. */
 export class MemoryAccessStore implements AccessStore {
   private readonly workspaces = new Map<string, Workspace>();
-  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created" }>();
+  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created"; permissions: readonly KeyPermission[] }>();
 
   async ensureWorkspace(workspaceId: string, opts: { allowedSkills?: string[] | null } = {}): Promise<Workspace> {
     assertWorkspaceId(workspaceId);
@@ -109,13 +117,13 @@ export class MemoryAccessStore implements AccessStore {
     const ws = this.workspaces.get(workspaceId);
     return ws ? { ...ws } : undefined;
   }
-  async createKey(workspaceId: string, opts: { label?: string; key?: string } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+  async createKey(workspaceId: string, opts: { label?: string; key?: string; permissions?: readonly KeyPermission[] } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
     if (!this.workspaces.has(workspaceId)) throw new TypeError(`workspace "${workspaceId}" does not exist`);
     const key = opts.key ?? newApiKey();
     const hash = hashApiKey(key);
     const existing = [...this.keys.values()].find((k) => k.hash === hash);
     if (existing) return { key, info: strip(existing) };
-    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created" };
+    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created", permissions: [...(opts.permissions ?? [])] };
     this.keys.set(info.keyId, info);
     return { key, info: strip(info) };
   }
@@ -132,7 +140,7 @@ export class MemoryAccessStore implements AccessStore {
     const hash = hashApiKey(key);
     const k = [...this.keys.values()].find((x) => x.hash === hash && !x.revokedAt);
     if (!k) return undefined;
-    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null };
+    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null, permissions: k.permissions };
   }
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
     return [...this.keys.values()].filter((k) => opts.includeRevoked || !k.revokedAt).length;
@@ -145,11 +153,12 @@ export class MemoryAccessStore implements AccessStore {
       wanted.add(hash);
       const existing = [...this.keys.values()].find((k) => k.hash === hash);
       if (!existing) {
-        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured" });
+        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured", permissions: c.permissions ?? [] });
         this.keys.get(info.keyId)!.source = "configured";
       } else if (existing.source === "configured") {
         existing.workspaceId = c.workspace;
         existing.revokedAt = null;
+        existing.permissions = [...(c.permissions ?? [])];
       }
     }
     let revoked = 0;
@@ -163,7 +172,7 @@ export class MemoryAccessStore implements AccessStore {
   }
 }
 
-function strip(k: ApiKeyInfo & { hash?: string; source?: string }): ApiKeyInfo {
-  const { hash: _hash, source: _source, ...info } = k;
+function strip(k: ApiKeyInfo & { hash?: string; source?: string; permissions?: unknown }): ApiKeyInfo {
+  const { hash: _hash, source: _source, permissions: _permissions, ...info } = k;
   return { ...info };
 }

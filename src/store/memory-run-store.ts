@@ -34,7 +34,7 @@ export class MemoryRunStore implements RunStore {
   async createRun(r: NewRun): Promise<void> {
     if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
     this.runs.set(r.runId, {
-      row: { ...r, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0 },
+      row: { ...r, admission: r.admission ?? null, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0 },
       events: [],
       keys: new Set(),
       createdAt: new Date(this.now()),

@@ -173,6 +173,11 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       RETURN 0;
     END
     $fn$;`,
+    // 7: who wrote the run's plan (person / model / agent, and through which surface) and the
+    // clamps applied at admission (src/plan/admission.ts)
+    `ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN admission jsonb;`,
+    // 8: what a key may do beyond running, reading and deciding (e.g. "relax_confirmation")
+    `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN permissions jsonb NOT NULL DEFAULT '[]'::jsonb;`,
   ];
 }
 

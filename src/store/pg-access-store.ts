@@ -9,6 +9,7 @@ import {
   newKeyId,
   type AccessStore,
   type ApiKeyInfo,
+  type KeyPermission,
   type ConfiguredKey,
   type Principal,
   type Workspace,
@@ -55,13 +56,13 @@ export class PgAccessStore implements AccessStore {
     return r ? { workspaceId: r.workspace_id, allowedSkills: r.allowed_skills, createdAt: iso(r.created_at)! } : undefined;
   }
 
-  async createKey(workspaceId: string, opts: { label?: string; key?: string } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+  async createKey(workspaceId: string, opts: { label?: string; key?: string; permissions?: readonly KeyPermission[] } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
     if (!(await this.getWorkspace(workspaceId))) throw new TypeError(`workspace "${workspaceId}" does not exist`);
     const key = opts.key ?? newApiKey();
     // a configured key imported again is the same key: keep the first row
     await this.db.pool.query(
-      `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_sha256) DO NOTHING`,
-      [newKeyId(), workspaceId, hashApiKey(key), keyPrefix(key), opts.label ?? null],
+      `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, permissions) VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (key_sha256) DO NOTHING`,
+      [newKeyId(), workspaceId, hashApiKey(key), keyPrefix(key), opts.label ?? null, JSON.stringify(opts.permissions ?? [])],
     );
     const { rows } = await this.db.pool.query<KeyRow>(`SELECT * FROM ${this.keys} WHERE key_sha256 = $1`, [hashApiKey(key)]);
     return { key, info: toInfo(rows[0]!) };
@@ -82,12 +83,12 @@ export class PgAccessStore implements AccessStore {
 
   async authenticate(key: string): Promise<Principal | undefined> {
     const { rows } = await this.db.pool.query(
-      `SELECT k.key_id, k.workspace_id, w.allowed_skills FROM ${this.keys} k JOIN ${this.ws} w USING (workspace_id)
+      `SELECT k.key_id, k.workspace_id, k.permissions, w.allowed_skills FROM ${this.keys} k JOIN ${this.ws} w USING (workspace_id)
        WHERE k.key_sha256 = $1 AND k.revoked_at IS NULL`,
       [hashApiKey(key)],
     );
     const r = rows[0];
-    return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills } : undefined;
+    return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills, permissions: r.permissions ?? [] } : undefined;
   }
 
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
@@ -100,10 +101,10 @@ export class PgAccessStore implements AccessStore {
       await this.ensureWorkspace(c.workspace, c.skills ? { allowedSkills: c.skills } : {});
       // a configured key follows the configuration (workspace, revocation); a created one is left alone
       await this.db.pool.query(
-        `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source) VALUES ($1, $2, $3, $4, 'configured', 'configured')
-         ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL
+        `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source, permissions) VALUES ($1, $2, $3, $4, 'configured', 'configured', $5::jsonb)
+         ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL, permissions = EXCLUDED.permissions
          WHERE ${this.keys}.source = 'configured'`,
-        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key)],
+        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key), JSON.stringify(c.permissions ?? [])],
       );
     }
     const { rowCount } = await this.db.pool.query(

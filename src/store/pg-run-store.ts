@@ -85,12 +85,12 @@ export class PgRunStore implements RunStore {
     const steps = r.plan.steps.map((st) => ({ step_id: st.stepId, skill_name: st.skillName, depends_on: st.dependsOn }));
     await this.db.pool.query(
       `WITH r AS (
-         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7)
+         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9)
          RETURNING run_id)
        INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
        SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
        ON CONFLICT DO NOTHING`,
-      [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null, JSON.stringify(steps)],
+      [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null, JSON.stringify(steps), r.admission ? JSON.stringify(r.admission) : null],
     );
   }
 
@@ -137,6 +137,7 @@ export class PgRunStore implements RunStore {
       error: r.error ?? null,
       cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString() } : null,
       driveFailures: Number(r.drive_failures ?? 0),
+      admission: r.admission ?? null,
     };
   }
 
@@ -380,6 +381,7 @@ export class PgRunStore implements RunStore {
       pendingConfirmations: r.pending_confirmations,
       graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
       planning: r.planning ?? null,
+      admission: r.admission ?? null,
       createdAt: new Date(r.created_at).toISOString(),
       updatedAt: new Date(r.updated_at).toISOString(),
     };

@@ -3,6 +3,7 @@
  * Two implementations keep it: MemoryRunStore (tests, library default) and PgRunStore.
  */
 import type { Decision } from "../../graphs/state.js";
+import type { Admission } from "../plan/admission.js";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
@@ -30,6 +31,8 @@ export interface NewRun {
   context: unknown;
   memory: Record<string, unknown>;
   planningInput?: RunPlanningInput;
+  /** Who wrote the plan and what admission changed (src/plan/admission.ts). */
+  admission?: Admission;
 }
 
 export interface RunRow {
@@ -53,6 +56,8 @@ export interface RunRow {
   cancelRequest: CancelRequest | null;
   /** Consecutive drives of this run that threw (reset by a drive that ends normally). */
   driveFailures: number;
+  /** Who wrote the plan (null: a run recorded before provenance existed). */
+  admission: Admission | null;
 }
 
 export interface CancelRequest {

@@ -26,6 +26,9 @@ import { interrupt, task } from "@langchain/langgraph";
 import { ErrorCode, isErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { RunHandle, Runtime, RunOptions } from "../runtime/runtime.js";
+import type { PlanAuthor } from "../plan/admission.js";
+
+const AGENT_AUTHOR: PlanAuthor = { kind: "agent", via: "agent" };
 import type { RunView } from "../runtime/view.js";
 import { skillMatcher } from "../store/access-store.js";
 import { confirmationInterrupt, parseResume, type AgentRunResult, type ResumeError, type ToolChainResume } from "./agent-confirmation.js";
@@ -168,7 +171,7 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
       try {
         // the same planner and allowlist as POST /api/tool-chains/plan; nothing runs
         const out = await detached(() => runtime.plan(args.request, { context: args.context ?? {}, ...scope, signal: config?.signal }));
-        return toPlanResult(out, (name, flag) => flag ?? Boolean(runtime.registry.get(name)?.requiresConfirmation));
+        return toPlanResult(out, runtime.registry);
       } catch (e) {
         const r = coded(e);
         if (r) return r;
@@ -184,7 +187,8 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
       const row = await runtime.store.getRow(runId);
       if (row && row.workspaceId !== workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       if (row || runtime.activeRuns().includes(runId)) return agentResult(await settled(runtime.attach(runId), signal));
-      const opts: RunOptions = { ...scope, context: args.context ?? {}, memory: args.memory ?? {}, runId };
+      // a plan an agent wrote is clamped and budgeted, whatever it says (src/plan/admission.ts)
+      const opts: RunOptions = { ...scope, context: args.context ?? {}, memory: args.memory ?? {}, runId, author: AGENT_AUTHOR };
       let handle: RunHandle;
       if (args.plan !== undefined) {
         const compiled = await runtime.validateAsync(args.plan, opts); // a coded error before anything exists

@@ -3,7 +3,10 @@
  * text summary a model or a person can read. Shared by every agent surface; no transport here.
  */
 import type { RunView } from "../runtime/view.js";
-import { ToolChainPlanSchema, type ToolChainPlanInput } from "../plan/schema.js";
+import { ToolChainPlanSchema, type ToolChainPlanInput, type ToolChainStep } from "../plan/schema.js";
+import { collectRefs } from "../plan/refs.js";
+import { plannedConfirmation } from "../kernel/confirmation.js";
+import type { SkillRegistry } from "../skills/registry.js";
 import type { PlanningOutcome } from "../planner/index.js";
 import type { PendingStep, PlanToolChainResult, ToolChainRunResult } from "./definitions.js";
 
@@ -69,13 +72,18 @@ export function runSummary(r: ToolChainRunResult): string {
 }
 
 /** A planner's outcome → the normalised plan (defaults filled in), who wrote it, and its outline. */
-export function toPlanResult(out: Pick<PlanningOutcome, "planner" | "warnings"> & { plan: ToolChainPlanInput }, requiresConfirmation: (skillName: string, stepFlag: boolean | undefined) => boolean): PlanToolChainResult {
+/**
+ * The plan outline an agent sees. "Asks for confirmation" is the runtime's own rule
+ * (src/kernel/confirmation.ts): a step whose fallback skill asks, or whose rule depends on
+ * arguments only known at run time, is reported as asking.
+ */
+export function toPlanResult(out: Pick<PlanningOutcome, "planner" | "warnings"> & { plan: ToolChainPlanInput }, registry: Pick<SkillRegistry, "get">): PlanToolChainResult {
   const parsed = ToolChainPlanSchema.parse(out.plan);
   return {
     plan: parsed,
     planner: { ...out.planner },
     warnings: out.warnings.map((w) => ({ ...w })),
-    steps: parsed.steps.map((s) => ({ stepId: s.stepId, skillName: s.skillName, dependsOn: s.dependsOn, requiresConfirmation: requiresConfirmation(s.skillName, s.requireConfirmation) })),
+    steps: parsed.steps.map((s) => ({ stepId: s.stepId, skillName: s.skillName, dependsOn: s.dependsOn, requiresConfirmation: stepAsks(registry, s) })),
   };
 }
 
@@ -87,4 +95,21 @@ export function planSummary(r: PlanToolChainResult): string {
   }
   for (const w of r.warnings) lines.push(`Note${w.stepId ? ` on ${w.stepId}` : ""}: ${w.message}`);
   return lines.join("\n");
+}
+
+/** Whether a step of a plan will (or may) ask a person: its skill, or its fallback skill. */
+export function stepAsks(registry: Pick<SkillRegistry, "get">, s: ToolChainStep): boolean {
+  const skill = registry.get(s.skillName);
+  const own = skill ? plannedConfirmation(skill, s.requireConfirmation, staticArguments(s.arguments)) !== "no" : s.requireConfirmation === true;
+  if (own) return true;
+  const fb = s.fallback && "skillName" in s.fallback ? registry.get(s.fallback.skillName) : undefined;
+  return fb ? plannedConfirmation(fb, undefined, staticArguments(s.fallback && "skillName" in s.fallback ? s.fallback.arguments ?? {} : {})) !== "no" : false;
+}
+
+function staticArguments(args: Record<string, unknown>): Record<string, unknown> | undefined {
+  try {
+    return collectRefs(args, "arguments").length ? undefined : args;
+  } catch {
+    return undefined;
+  }
 }
