@@ -8,6 +8,7 @@ import { ERROR_CODES } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema, ToolChainStepSchema } from "../plan/schema.js";
+import { FALLBACK_REASONS } from "../planner/config.js";
 import { ConfirmInputSchema } from "../runtime/runtime.js";
 import { FieldSchema, TableDefinitionSchema } from "../../skills/qtable/fields.js";
 
@@ -77,7 +78,7 @@ export const ErrorResponseSchema = z.object({
 const StepErrorSchema = z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional() });
 
 export const PlanWarningSchema = z.object({
-  code: z.enum(["confirmation_required", "retry_not_allowed", "retry_capped", "timeout_capped", "rollback_ignored", "accept_no_compensation_ignored", "repaired", "no_target_table"]),
+  code: z.enum(["confirmation_required", "retry_not_allowed", "retry_capped", "timeout_capped", "rollback_ignored", "accept_no_compensation_ignored", "repaired", "no_target_table", "request_part_dropped"]),
   stepId: z.string().optional(),
   message: z.string(),
 });
@@ -85,7 +86,7 @@ export const PlanWarningSchema = z.object({
 export const PlannerInfoSchema = z.object({
   kind: z.enum(["llm", "fallback"]).describe("llm: the model wrote the plan; fallback: the deterministic planner did"),
   model: z.string().optional(),
-  fallbackReason: z.enum(["not_configured", "timeout", "unreachable", "http_error", "invalid_output", "validation_failed"]).optional(),
+  fallbackReason: z.enum(FALLBACK_REASONS).optional(),
   fallbackDetail: z.string().optional(),
 });
 
