@@ -13,7 +13,7 @@ import { z } from "zod";
 import { coreSkills } from "../skills/core/index.js";
 import { decomposeGoal, MemoryTableStore, qtableSkills } from "../skills/qtable/index.js";
 import { compilePlan } from "../src/plan/validate.js";
-import { ToolChainPlanSchema } from "../src/plan/schema.js";
+import { StepIdSchema, ToolChainPlanSchema } from "../src/plan/schema.js";
 import { Planner } from "../src/planner/index.js";
 import { modelTaskSplitter } from "../src/planner/task-splitter.js";
 import { createRuntime } from "../src/runtime/runtime.js";
@@ -237,6 +237,7 @@ describe("the planner as real models behave (scripted server, real ChatOpenAI)",
     expect(step.properties.skillName.enum).toEqual(allowed);
     expect(Object.keys(step.properties).sort()).toEqual(["arguments", "dependsOn", "description", "onFailure", "requireConfirmation", "saveResultAs", "skillName", "stepId"]);
     expect(step.properties.requireConfirmation.enum).toEqual([true]);
+    expect(step.properties.stepId.pattern).toBe((z.toJSONSchema(StepIdSchema) as { pattern: string }).pattern);
     expect(Object.keys(params.properties).sort()).toEqual(["goal", "onFailure", "steps"]);
     expect(step.additionalProperties).toBe(false);
 

@@ -1,9 +1,11 @@
 /**
  * The planner: a request (+ context) → a validated ToolChainPlan. The model (when configured)
- * writes a plan; the runtime clamps its execution semantics to the skills' metadata and validates
- * it; a refused plan goes back to the model once with the exact issues; if the model is not
- * configured, fails, times out, answers garbage or stays wrong, the deterministic fallback
- * planner writes the plan. Every surface plans through this (the graph's planner node, the
+ * writes a plan in the model-facing schema; the runtime reads it (prose, fences, strict mode's
+ * encodings), refuses values the run history cannot store, clamps its execution semantics to the
+ * skills' metadata and validates it (reference paths against the skills' output schemas
+ * included); a refused or unreadable answer goes back to the model once with the exact issues; if
+ * the model is not configured, fails, refuses, is cut off, times out or stays wrong, the
+ * deterministic fallback planner writes the plan, with a stable reason. Every surface plans through this (the graph's planner node, the
  * API's /plan, the CLI's `plan`).
  */
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";

@@ -184,7 +184,7 @@ export async function callStructured(chat: ChatOpenAI, config: ModelConfig, spec
       const msg = String(err?.message ?? e).slice(0, 2_000);
       if (timer.aborted || err?.name === "TimeoutError") {
         stallBreaker.trip(key, now());
-        throw new ModelCallError("timeout", `the model did not answer within ${config.timeoutMs} ms`, msg);
+        throw new ModelCallError("timeout", `the model did not answer within ${config.timeoutMs} ms`);
       }
       stallBreaker.reset(key);
       if (err?.constructor?.name === "LengthFinishReasonError" || /length limit was reached/.test(msg)) {
