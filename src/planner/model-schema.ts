@@ -106,7 +106,7 @@ export function toStrictSchema(schema: JsonSchema, at = "schema"): JsonSchema {
   if (isObject(schema.items)) out.items = toStrictSchema(schema.items, `${at}.items`);
   if (isObject(schema.$defs)) out.$defs = Object.fromEntries(Object.entries(schema.$defs).map(([k, s]) => [k, toStrictSchema(s as JsonSchema, `${at}.$defs.${k}`)]));
   if (schema.type === "object" || isObject(schema.properties)) {
-    if (isObject(schema.additionalProperties) && Object.keys(schema.additionalProperties).length > 0) throw new TypeError(`${at} is an open object (a record): strict structured outputs cannot express it`);
+    if (isObject(schema.additionalProperties) || schema.additionalProperties === true || schema.propertyNames !== undefined) throw new TypeError(`${at} is an open object (a record): strict structured outputs cannot express it`);
     const props = isObject(schema.properties) ? schema.properties : {};
     const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
     out.properties = Object.fromEntries(
