@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { migrateQTable, PgTableStore, qtableSkills } from "../skills/qtable/index.js";
 import { ErrorResponseSchema, PlanResponseSchema, RunViewSchema } from "../src/api/schemas.js";
 import { Planner } from "../src/planner/index.js";
+import { modelTaskSplitter } from "../src/planner/task-splitter.js";
 import { Runtime } from "../src/runtime/runtime.js";
 import { openDatabase, type Database } from "../src/store/db.js";
 import { migrate } from "../src/store/migrations.js";
@@ -164,6 +165,46 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
     expect(view.planning).toMatchObject({ kind: "fallback", fallbackReason: "validation_failed", repairRounds: 1 });
     expect(view.planning!.fallbackDetail).toContain("UNSUPPORTED_VALUE: plan.steps.0.arguments.goal: contains the NUL character");
     expect(mock.requests.at(-1)!.messages.at(-1).content).toContain("UNSUPPORTED_VALUE");
+  });
+
+  test("answers as real models write them, over POST /plan: prose, fences and tool-call text are read; a truncated answer and a 500 then a plan are named or retried", async () => {
+    const plan = { steps: [{ stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval system" } }] };
+    const json = JSON.stringify(plan);
+    for (const answer of [{ content: `Here is the plan:\n${json}\nGood luck!` }, { content: "```json\n" + json + "\n```" }, { toolCall: "```json\n" + json + "\n```" }, { toolCall: JSON.stringify(json) }]) {
+      mock.reset();
+      mock.script(answer);
+      const r = await post("/api/tool-chains/plan", { request: "Split an approval system" });
+      expect([r.status, r.body.planner, r.body.repairRounds]).toEqual([200, { kind: "llm", model: "gpt-test" }, 0]);
+      expect(r.body.plan.steps.map((x: { stepId: string }) => x.stepId)).toEqual(["split"]);
+    }
+    mock.reset();
+    mock.script({ toolCall: '{"steps":[{"stepId":"split","skillName":"qtable.ta', finish: "length" });
+    const cut = await post("/api/tool-chains/plan", { request: REQUEST, context: { table: { id: tableId } } });
+    expect(cut.body.planner).toMatchObject({ kind: "fallback", fallbackReason: "truncated" });
+    mock.reset();
+    mock.script({ status: 500 }, { toolCall: plan });
+    const flaky = await post("/api/tool-chains/plan", { request: "Split an approval system" });
+    expect(flaky.body.planner).toEqual({ kind: "llm", model: "gpt-test" });
+  });
+
+  test("a stall over autoPlan is paid once: the planner times out, the run's split step does not wait for the endpoint again", async () => {
+    const config = { model: "gpt-stall", baseURL: mock.baseURL, timeoutMs: 1_000 };
+    const skills = qtableSkills({ store: tables, splitWith: modelTaskSplitter(config) });
+    const stalled = new Runtime({ skills, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), planner: config });
+    const stallApi = await serveApi(stalled, db, { access: api.access });
+    try {
+      mock.reset();
+      mock.script({ hang: true });
+      const before = mock.requests.length;
+      const started = Date.now();
+      const r = await call(stallApi.url, "POST", "/api/tool-chains/run", { key, body: { request: "Plan and estimate a website relaunch, build a timeline", autoPlan: true, context: { startDate: "2026-12-07" } } });
+      expect(RunViewSchema.parse(r.body)).toMatchObject({ status: "completed", planning: { kind: "fallback", fallbackReason: "timeout" } });
+      expect(Date.now() - started).toBeLessThan(2 * config.timeoutMs);
+      expect(mock.requests.length - before).toBe(1);
+    } finally {
+      await stallApi.close();
+      await stalled.drain();
+    }
   });
 
   test("a hand-written plan reading a field its step's skill cannot output is 400 UNKNOWN_OUTPUT_FIELD before anything runs; the fallback names what it leaves out", async () => {
