@@ -122,7 +122,8 @@ const MAX_PREVIOUS_CHARS = 20_000;
 
 /** The repair round: the model's previous answer and the exact issues (validation, or why it could not be read). */
 export function repairMessage(previous: unknown, issues: readonly Pick<PlanIssue, "code" | "message">[]): PromptMessage {
-  const shown = typeof previous === "string" ? previous : JSON.stringify(previous) ?? String(previous);
+  const text = typeof previous === "string" ? previous : (JSON.stringify(previous) ?? String(previous));
+  const shown = text.trim() === "" ? "(no text: the answer was empty or could not be shown)" : text;
   return {
     role: "user",
     content:
