@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { migrateQTable, PgTableStore, qtableSkills } from "../skills/qtable/index.js";
 import { ErrorResponseSchema, PlanResponseSchema, RunViewSchema } from "../src/api/schemas.js";
 import { Planner } from "../src/planner/index.js";
+import { modelTaskSplitter } from "../src/planner/task-splitter.js";
 import { Runtime } from "../src/runtime/runtime.js";
 import { openDatabase, type Database } from "../src/store/db.js";
 import { migrate } from "../src/store/migrations.js";
@@ -27,6 +28,7 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
   let tables: PgTableStore;
   let key: string;
   let narrowKey: string;
+  let notifyLessKey: string;
   let tableId: string;
   const schema = freshSchema();
   const post = (path: string, body: unknown, k = key) => call(api.url, "POST", path, { key: k, body });
@@ -48,6 +50,7 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
     api = await serveApi(runtime, db);
     key = await newKey(api.access, "ws-plan");
     narrowKey = await newKey(api.access, "ws-narrow", ["core.*"]);
+    notifyLessKey = await newKey(api.access, "ws-quiet", ["core.*", "qtable.task.*", "qtable.gantt.*", "qtable.table.*"]);
     tableId = (await tables.ensureWorkspace("ws-plan")).id;
   }, 180_000); // embedded Postgres migrations on a loaded 2-core machine
   afterAll(async () => {
@@ -132,6 +135,102 @@ describe(`planner over the API on ${postgresBackend.name}`, () => {
     // the same decision again resumes nothing and writes nothing
     await post(`/api/tool-chains/runs/${view.runId}/confirm`, { stepId: "create", decision: "approve" });
     expect((await tables.listRecords("ws-plan", tableId))!.records).toHaveLength(tasks.length);
+  });
+
+  test("models misbehaving over the API: a refusal and a masked key are named without the provider's text; 429 then a plan is retried; an unstorable plan is repaired or replaced, never a DRIVE_FAILED run", async () => {
+    mock.reset();
+    mock.script({ refusal: "I can't help with that." });
+    const refused = await post("/api/tool-chains/plan", { request: REQUEST, context: { table: { id: tableId } } });
+    expect(refused.status).toBe(200);
+    expect(PlanResponseSchema.parse(refused.body).planner).toEqual({ kind: "fallback", model: "gpt-test", fallbackReason: "refused", fallbackDetail: 'the model refused: "I can\'t help with that."' });
+
+    mock.reset();
+    mock.script({ status: 401, message: "Incorrect API key provided: sk-proj-ab*****yz." });
+    const badKey = await post("/api/tool-chains/plan", { request: REQUEST, context: { table: { id: tableId } } });
+    expect(badKey.body.planner).toMatchObject({ fallbackReason: "http_error", fallbackDetail: "the model endpoint refused the credentials (HTTP 401)" });
+    expect(JSON.stringify(badKey.body)).not.toContain("sk-proj");
+
+    mock.reset();
+    mock.script({ status: 429, headers: { "retry-after": "0" } }, { toolCall: { steps: [{ stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval system" } }] } });
+    const retried = await post("/api/tool-chains/run", { request: "Split an approval system", autoPlan: true, context: {} });
+    expect(RunViewSchema.parse(retried.body)).toMatchObject({ status: "completed", planning: { kind: "llm", model: "gpt-test", repairRounds: 0 } });
+
+    mock.reset();
+    const nul = { toolCall: { steps: [{ stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval\u0000 system" } }] } };
+    mock.script(nul, nul);
+    const unstorable = await post("/api/tool-chains/run", { request: REQUEST, autoPlan: true, context: { table: { id: tableId }, startDate: "2026-12-07" } });
+    expect(unstorable.status).toBe(200);
+    const view = RunViewSchema.parse(unstorable.body);
+    expect(view.status).toBe("waiting_confirmation");
+    expect(view.planning).toMatchObject({ kind: "fallback", fallbackReason: "validation_failed", repairRounds: 1 });
+    expect(view.planning!.fallbackDetail).toContain("UNSUPPORTED_VALUE: plan.steps.0.arguments.goal: contains the NUL character");
+    expect(mock.requests.at(-1)!.messages.at(-1).content).toContain("UNSUPPORTED_VALUE");
+  });
+
+  test("answers as real models write them, over POST /plan: prose, fences and tool-call text are read; a truncated answer and a 500 then a plan are named or retried", async () => {
+    const plan = { steps: [{ stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval system" } }] };
+    const json = JSON.stringify(plan);
+    for (const answer of [{ content: `Here is the plan:\n${json}\nGood luck!` }, { content: "```json\n" + json + "\n```" }, { toolCall: "```json\n" + json + "\n```" }, { toolCall: JSON.stringify(json) }]) {
+      mock.reset();
+      mock.script(answer);
+      const r = await post("/api/tool-chains/plan", { request: "Split an approval system" });
+      expect([r.status, r.body.planner, r.body.repairRounds]).toEqual([200, { kind: "llm", model: "gpt-test" }, 0]);
+      expect(r.body.plan.steps.map((x: { stepId: string }) => x.stepId)).toEqual(["split"]);
+    }
+    mock.reset();
+    mock.script({ toolCall: '{"steps":[{"stepId":"split","skillName":"qtable.ta', finish: "length" });
+    const cut = await post("/api/tool-chains/plan", { request: REQUEST, context: { table: { id: tableId } } });
+    expect(cut.body.planner).toMatchObject({ kind: "fallback", fallbackReason: "truncated" });
+    mock.reset();
+    mock.script({ status: 500 }, { toolCall: plan });
+    const flaky = await post("/api/tool-chains/plan", { request: "Split an approval system" });
+    expect(flaky.body.planner).toEqual({ kind: "llm", model: "gpt-test" });
+  });
+
+  test("a stall over autoPlan is paid once: the planner times out, the run's split step does not wait for the endpoint again", async () => {
+    const config = { model: "gpt-stall", baseURL: mock.baseURL, timeoutMs: 1_000 };
+    const skills = qtableSkills({ store: tables, splitWith: modelTaskSplitter(config) });
+    const stalled = new Runtime({ skills, checkpointer: new PostgresSaver(db.pool, undefined, { schema }), store: new PgRunStore(db), planner: config });
+    const stallApi = await serveApi(stalled, db, { access: api.access });
+    try {
+      mock.reset();
+      mock.script({ hang: true });
+      const before = mock.requests.length;
+      const started = Date.now();
+      const r = await call(stallApi.url, "POST", "/api/tool-chains/run", { key, body: { request: "Plan and estimate a website relaunch, build a timeline", autoPlan: true, context: { startDate: "2026-12-07" } } });
+      expect(RunViewSchema.parse(r.body)).toMatchObject({ status: "completed", planning: { kind: "fallback", fallbackReason: "timeout" } });
+      expect(Date.now() - started).toBeLessThan(2 * config.timeoutMs);
+      expect(mock.requests.length - before).toBe(1);
+    } finally {
+      await stallApi.close();
+      await stalled.drain();
+    }
+  });
+
+  test("a hand-written plan reading a field its step's skill cannot output is 400 UNKNOWN_OUTPUT_FIELD before anything runs; the fallback names what it leaves out", async () => {
+    const plan = {
+      steps: [
+        { stepId: "split", skillName: "qtable.task.split", arguments: { goal: "an approval system" } },
+        { stepId: "estimate", skillName: "qtable.task.estimate", dependsOn: ["split"], arguments: { tasks: { $ref: "steps.split.taskList" } } },
+      ],
+    };
+    const before = (await get("/api/tool-chains/runs")).body.runs.length;
+    const r = await post("/api/tool-chains/run", { plan });
+    expect(r.status).toBe(400);
+    expect(ErrorResponseSchema.parse(r.body).error).toMatchObject({
+      code: "UNKNOWN_OUTPUT_FIELD",
+      message: 'step "estimate": arguments.tasks: $ref "steps.split.taskList" names "taskList", which the output of step "split" (qtable.task.split) cannot have; it declares "tasks"',
+    });
+    expect((await get("/api/tool-chains/runs")).body.runs).toHaveLength(before);
+
+    mock.reset();
+    mock.script({ status: 400, message: "Invalid schema" });
+    const dropped = await post("/api/tool-chains/plan", { request: "Plan an approval system, estimate it and announce it in #approvals", context: {} }, notifyLessKey);
+    expect(dropped.status).toBe(200);
+    expect(PlanResponseSchema.parse(dropped.body).warnings).toContainEqual({
+      code: "request_part_dropped",
+      message: 'the plan leaves out "announce it in #approvals": the fallback planner only splits, estimates and schedules work and writes the task records (send a plan, or configure a model, for the rest)',
+    });
   });
 
   test("/stream with autoPlan: the planning events come first, then the run's", async () => {

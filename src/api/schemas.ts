@@ -10,6 +10,7 @@ import { ERROR_CODES } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema, ToolChainStepSchema } from "../plan/schema.js";
+import { FALLBACK_REASONS } from "../planner/config.js";
 import { ConfirmInputSchema } from "../runtime/runtime.js";
 import { FieldSchema, TableDefinitionSchema } from "../../skills/qtable/fields.js";
 
@@ -87,7 +88,7 @@ export const PlanWarningSchema = z.object({
 export const PlannerInfoSchema = z.object({
   kind: z.enum(["llm", "fallback"]).describe("llm: the model wrote the plan; fallback: the deterministic planner did"),
   model: z.string().optional(),
-  fallbackReason: z.enum(["not_configured", "timeout", "unreachable", "http_error", "invalid_output", "validation_failed"]).optional(),
+  fallbackReason: z.enum(FALLBACK_REASONS).optional(),
   fallbackDetail: z.string().optional(),
 });
 

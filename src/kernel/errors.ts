@@ -15,6 +15,8 @@ export const ErrorCode = {
   SELF_DEPENDENCY: "SELF_DEPENDENCY",
   PLAN_CYCLE: "PLAN_CYCLE",
   INVALID_REFERENCE: "INVALID_REFERENCE",
+  /** A `$ref` into a step's output names a field that the skill's declared output schema cannot have. */
+  UNKNOWN_OUTPUT_FIELD: "UNKNOWN_OUTPUT_FIELD",
   INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
   SKILL_NOT_ALLOWED: "SKILL_NOT_ALLOWED",
   NOT_COMPENSABLE: "NOT_COMPENSABLE",

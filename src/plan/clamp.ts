@@ -22,7 +22,8 @@ export const PLAN_WARNING_CODES = [
   "repaired",
   "no_target_table",
   "fallback_confirmation",
-  "dropped_request_part",
+  /** the fallback planner left out a part of the request it cannot do */
+  "request_part_dropped",
 ] as const;
 export type PlanWarningCode = (typeof PLAN_WARNING_CODES)[number];
 

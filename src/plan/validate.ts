@@ -8,6 +8,7 @@ import type { Skill } from "../skills/contract.js";
 import { hasSideEffects } from "../skills/contract.js";
 import { compensable } from "../kernel/confirmation.js";
 import type { SkillRegistry } from "../skills/registry.js";
+import { checkPath, outputJsonSchema } from "./output-paths.js";
 import { ancestorSets } from "./reachability.js";
 import { collectRefs, readPath, resolveArguments, type ParsedRef } from "./refs.js";
 import { compileRetry, type CompiledRetry } from "./retry-policy.js";
@@ -215,10 +216,21 @@ function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, C
     for (const r of refs) {
       if (r.root === "self") {
         if (!r.at.startsWith("rollback.arguments")) issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}": self.… is only available in rollback arguments`, stepId: s.stepId, path: r.at });
+        else if (r.path[0] === "output") {
+          const field = outputProblem(s, r.path.slice(1), registry);
+          if (field) issues.push({ code: ErrorCode.UNKNOWN_OUTPUT_FIELD, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${field}`, stepId: s.stepId, path: r.at });
+        }
         continue;
       }
       const problem = checkRef(r, s.stepId, { isAncestor, memoryKeys, context: opts.context, memory: opts.memory, stepIds: byStep });
-      if (problem) issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${problem}`, stepId: s.stepId, path: r.at });
+      if (problem) {
+        issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${problem}`, stepId: s.stepId, path: r.at });
+        continue;
+      }
+      // the referenced step exists and runs before: its declared output must be able to have the path
+      const producer = r.root === "steps" ? byStep.get(r.path[0]!) : r.root === "memory" ? byStep.get(memoryKeys.get(r.path[0]!) ?? "") : undefined;
+      const field = producer && outputProblem(producer, r.path.slice(1), registry);
+      if (field) issues.push({ code: ErrorCode.UNKNOWN_OUTPUT_FIELD, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${field}`, stepId: s.stepId, path: r.at });
     }
     const skill = registry.get(s.skillName)!;
     // validate arguments now when nothing in them depends on other steps
@@ -294,6 +306,28 @@ function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, C
     c.priority = c.weight + best;
   }
   return { plan, steps, byId, topo: topo.order, memoryKeys };
+}
+
+/**
+ * Why no output of `step` can have `path`, or undefined when one can (or the skill declares no
+ * output schema). A step that may complete through its fallback admits what the fallback admits.
+ */
+function outputProblem(step: ToolChainStep, path: readonly string[], registry: SkillRegistry): string | undefined {
+  if (path.length === 0) return undefined;
+  const skill = registry.get(step.skillName);
+  const schema = skill && outputJsonSchema(skill);
+  if (!skill || schema === undefined) return undefined;
+  const c = checkPath(schema, path);
+  if (c.ok) return undefined;
+  const fb = step.fallback;
+  if (fb && "value" in fb && readPath(fb.value, path).found) return undefined;
+  if (fb && "skillName" in fb) {
+    const other = registry.get(fb.skillName);
+    const otherSchema = other && outputJsonSchema(other);
+    if (otherSchema === undefined || checkPath(otherSchema, path).ok) return undefined;
+  }
+  const field = path.slice(0, c.at + 1).join(".");
+  return `names "${field}", which the output of step "${step.stepId}" (${skill.name}) cannot have${c.known.length ? `; it declares ${c.known.map((k) => `"${k}"`).join(", ")}` : ""}`;
 }
 
 function checkRef(

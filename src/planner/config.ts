@@ -13,11 +13,18 @@ export interface PlannerConfig {
   /** OpenAI-compatible endpoint (`…/v1`); absent: api.openai.com. */
   baseURL?: string;
   apiKey?: string;
-  /** One model call (a repair round is another call). @default 60000 */
+  /**
+   * The deadline of one model answer, its retries included (a repair round gets another). A call
+   * that stalls until it is reached is not retried, and the split skill does not ask the same
+   * endpoint again while it stalls (see `stall-breaker.ts`). @default 60000
+   */
   timeoutMs: number;
   /** functionCalling works with OpenAI, vLLM, Ollama, LM Studio and llama.cpp server. @default "functionCalling" */
   method: StructuredMethod;
-  /** Retries of a failed HTTP call by the OpenAI client (connection errors, 429, 5xx). @default 0 */
+  /**
+   * Retries of an answer that failed transiently (HTTP 408, 409, 429, 5xx), with exponential backoff
+   * or the server's Retry-After, always inside `timeoutMs`. @default 2
+   */
   maxRetries: number;
   /** @default 0 */
   temperature: number;
@@ -30,7 +37,7 @@ export interface PlannerConfig {
 export const PLANNER_DEFAULTS = {
   timeoutMs: 60_000,
   method: "functionCalling",
-  maxRetries: 0,
+  maxRetries: 2,
   temperature: 0,
   maxAttempts: 3,
   maxStepTimeoutMs: 300_000,
@@ -70,5 +77,14 @@ export function resolvePlannerConfig(opts: PlannerOptions = {}): PlannerConfig {
   return { ...PLANNER_DEFAULTS, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) };
 }
 
-/** Why the model could not be used: `reason` is stable, `detail` is for people. */
-export type FallbackReason = "not_configured" | "timeout" | "unreachable" | "http_error" | "invalid_output" | "validation_failed";
+/**
+ * Why the model could not be used: `reason` is stable, `detail` is for people (never the provider's
+ * own error text, which stays in the server log).
+ * - `refused`: the model declined (OpenAI `message.refusal`); the detail quotes its text.
+ * - `truncated`: the answer stopped at the token limit (`finish_reason: "length"`).
+ * - `rate_limited`: HTTP 429 until the deadline (or a Retry-After beyond it).
+ * - `invalid_output`: the answer could not be read as JSON, also after a repair round.
+ * - `validation_failed`: the plan stayed invalid after a repair round.
+ */
+export const FALLBACK_REASONS = ["not_configured", "timeout", "unreachable", "http_error", "rate_limited", "refused", "truncated", "invalid_output", "validation_failed"] as const;
+export type FallbackReason = (typeof FALLBACK_REASONS)[number];

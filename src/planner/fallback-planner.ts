@@ -6,7 +6,7 @@
  */
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { ToolChainPlanInput } from "../plan/schema.js";
-import type { PlanWarning } from "./clamp.js";
+import type { PlanWarning } from "./warnings.js";
 import { businessCoordinates } from "./coordinates.js";
 
 export const FALLBACK_SKILLS = {
@@ -44,6 +44,23 @@ export function goalOf(request: string): string {
 export function understand(request: string, context: unknown): Understanding {
   const intents = (Object.keys(INTENT_WORDS) as Intent[]).filter((i) => INTENT_WORDS[i].test(request));
   return { goal: goalOf(request), intents, table: businessCoordinates(context).table?.id ?? null };
+}
+
+/** Clauses of a request: "…, estimate it and then announce it in #approvals" → three. */
+const CLAUSE_BREAK = /[,;!?\n]+|\.(?=\s|$)|\s+(?:and\s+then|and\s+also|then|and|also)\s+/i;
+/** Actions the fallback planner never performs (it has no skill step for them). */
+const OTHER_ACTIONS = /^(?:please\s+|also\s+|then\s+|finally\s+)*(announce|notify|send|e-?mail|mail|post|message|tell|inform|share|publish|deploy|ping|invite|book|call|remind|assign|print|delete|remove|alert|tweet|text|order|buy|pay|approve|sign|upload|export|download|translate|summari[sz]e|review|update|close|merge|release|ship)\b/i;
+const ADDRESSED = /(^|\s)[#@][\w-]+|\b[\w.+-]+@[\w-]+\.[\w.]+\b/;
+
+/**
+ * The parts of the request the fallback plan does not do: a clause that asks for another action
+ * ("announce it in #approvals", "email the team") or addresses someone, and none of the plan's.
+ */
+export function droppedParts(request: string): string[] {
+  return request
+    .split(CLAUSE_BREAK)
+    .map((c) => c.trim())
+    .filter((c, i) => c !== "" && (OTHER_ACTIONS.test(c) || (i > 0 && ADDRESSED.test(c))) && !(Object.keys(INTENT_WORDS) as Intent[]).some((k) => k !== "records" && INTENT_WORDS[k].test(c)));
 }
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -107,6 +124,12 @@ export function fallbackPlan(input: FallbackInput): FallbackPlan {
     });
   } else {
     warnings.push({ code: "no_target_table", message: "the context names no target table (context.table.id): the plan stops at the timeline and writes no records" });
+  }
+  for (const part of droppedParts(input.request)) {
+    warnings.push({
+      code: "request_part_dropped",
+      message: `the plan leaves out ${JSON.stringify(part.slice(0, 200))}: the fallback planner only splits, estimates and schedules work and writes the task records (send a plan, or configure a model, for the rest)`,
+    });
   }
   return { plan: { planId: "fallback-task-plan", goal: input.request.slice(0, 10_000), steps }, warnings, understood };
 }

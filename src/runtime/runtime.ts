@@ -153,6 +153,7 @@ export class Runtime {
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
     this.planBudget = { ...planBudgetFromEnv(), ...opts.planBudget };
     this.env.planBudget = this.planBudget;
+    this.env.planner.budget = this.planBudget;
   }
 
   /** Admit (for its author) and validate only: throws PlanValidationError with a stable code. */
