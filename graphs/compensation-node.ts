@@ -153,7 +153,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
           const timeout = AbortSignal.timeout(timeoutMs);
           const signal = AbortSignal.any([stopSignal, timeout]);
           const logger = env.logger(runId, c.id);
-          const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, signal, logger, input: r.input, output: r.output };
+          const cc = { runId, stepId: c.id, idempotencyKey: `${runId}:${c.id}:compensate`, workspaceId: state.workspaceId ?? "default", signal, logger, input: r.input, output: r.output };
           try {
             if (how.kind === "compensate") await abandonOnAbort(() => how.skill.compensate!(cc), signal, timeout, timeoutMs);
             else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(r.output, r.input), cc), signal, timeout, timeoutMs);

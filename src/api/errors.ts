@@ -52,6 +52,10 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PLANNING_FAILED: 422,
   TOO_MANY_STREAMS: 429,
   NOT_READY: 503,
+  INVALID_PATH: 400,
+  VALUE_TOO_LARGE: 400,
+  // the workspace's state (its size), not the request, stands in the way: 409 like a name taken
+  QUOTA_EXCEEDED: 409,
   // table store: another workspace's table is a missing one
   TABLE_NOT_FOUND: 404,
   TABLE_NAME_TAKEN: 409,
