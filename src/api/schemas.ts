@@ -202,8 +202,7 @@ export const CreateTableRequestSchema = TableDefinitionSchema;
 /** Table and record cursors are sequence numbers: decimal, at most Postgres' bigint maximum. */
 const SeqCursor = z
   .string()
-  .regex(/^\d{1,19}$/, "cursor is the nextCursor of the previous page")
-  .refine((c) => BigInt(c) <= 2n ** 63n - 1n, "cursor is the nextCursor of the previous page")
+  .refine((c) => /^\d{1,19}$/.test(c) && BigInt(c) <= 2n ** 63n - 1n, "cursor is the nextCursor of the previous page")
   .optional()
   .describe("`nextCursor` of the previous page.");
 
