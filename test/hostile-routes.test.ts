@@ -159,7 +159,7 @@ describe(`hostile input on every route (${postgresBackend.name})`, () => {
     hostile,
   );
 
-  const idValue = (name: string) => fc.oneof(fc.constant(name === "runId" ? runId : tableId), fc.constantFrom(...MALFORMED), short.map((x) => encodeURIComponent(x.toWellFormed())), fc.constantFrom("Tasks", "%00", "x".repeat(250)));
+  const idValue = (name: string) => fc.oneof(fc.constant(name === "runId" ? runId : tableId), fc.constantFrom(...MALFORMED), short.map((x) => encodeURIComponent(x.replace(/[\ud800-\udfff]/g, "?"))), fc.constantFrom("Tasks", "%00", "x".repeat(250)));
 
   test.each(OPS.map((o) => [`${o.method} ${o.path}`, o] as const))("fuzz %s: 0 responses ≥ 500", async (what, { path, method, op }) => {
     const query = (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
