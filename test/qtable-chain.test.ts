@@ -8,6 +8,7 @@ import { ToolchainError } from "../src/kernel/errors.js";
 import { settle, stepOf } from "./helpers/run.js";
 import { approvalPlan, qtableBackends, type QTableRig } from "./helpers/qtable.js";
 
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const GOAL = "Plan an approval system with e-mail notifications and an audit log";
 let wsSeq = 0;
 
@@ -117,6 +118,50 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     expect(stepOf(other.view, "schema")).toMatchObject({ status: "failed", error: { code: "TABLE_NOT_FOUND" } });
     expect(stepOf(other.view, "create").status).not.toBe("completed");
     expect(await a.records()).toEqual([]);
+  });
+
+  test("issue 21: a run in another workspace, completing a records step with a fallback value naming A's records, then failing, deletes nothing of A", async () => {
+    const a = await startChain();
+    const planted = await rig.store.createRecords(a.ws, a.table.id, [{ title: "A's record" }], `manual-${a.ws}`);
+    const recordId = planted.records[0]!.id;
+    const intruder = `ws-${++wsSeq}`;
+    const own = await rig.store.ensureWorkspace(intruder);
+    // the write fails (its store is down), the fallback value claims to have written A's record
+    rig.store.faults.beforeWrite = () => {
+      throw new ToolchainError("EXECUTION_FAILED", "the table store is down", { effectStarted: false });
+    };
+    const claimed = { tableId: a.table.id, recordIds: [recordId], records: [{ id: recordId }], created: true };
+    const plan = {
+      onFailure: "fail_fast",
+      steps: [
+        { stepId: "create", skillName: "qtable.task.records.create", arguments: { tableId: own.id, records: [{ title: "x" }] }, retry: { maxAttempts: 1 }, fallback: { value: claimed } },
+        { stepId: "boom", skillName: "core.fail", dependsOn: ["create"], arguments: { code: "EXECUTION_FAILED", message: "now roll back" }, retry: { maxAttempts: 1 } },
+      ],
+    };
+    let done = await settle(rig.runtime.run(plan, { workspaceId: intruder }));
+    if (done.view.status === "waiting_confirmation") done = await settle(await rig.runtime.confirm(done.view.runId, { stepId: "create", decision: "approve" }));
+    expect(stepOf(done.view, "create")).toMatchObject({ usedFallback: true, output: claimed });
+    expect(stepOf(done.view, "create").rollback).toMatchObject({ status: "rolled_back" });
+    expect(done.view.status).toBe("rolled_back");
+    // A's record is intact
+    expect((await a.records()).map((r) => [r.id, r.values.title])).toEqual([[recordId, "A's record"]]);
+  });
+
+  test("compensation deletes what the step's own write created, not what its output names", async () => {
+    const a = await startChain();
+    const keep = await rig.store.createRecords(a.ws, a.table.id, [{ title: "keep" }], `manual-${a.ws}`);
+    const skill = rig.runtime.registry.get("qtable.task.records.create")!;
+    const created = await rig.store.createRecords(a.ws, a.table.id, [{ title: "mine" }], "run-x:create");
+    // the output is tampered with: it names the record to keep
+    const output = { tableId: a.table.id, recordIds: [keep.records[0]!.id], records: [{ id: keep.records[0]!.id }], created: true };
+    const cc = { runId: "run-x", stepId: "create", effectKey: "run-x:create", idempotencyKey: "run-x:create:compensate", workspaceId: a.ws, signal: new AbortController().signal, logger: silent, input: {}, output };
+    await skill.createdRecords!.delete(skill.createdRecords!.list(output, {}), cc);
+    expect((await a.records()).map((r) => r.id)).toEqual([keep.records[0]!.id]);
+    expect(created.records).toHaveLength(1);
+    // in another workspace the same call deletes nothing at all
+    const again = await rig.store.createRecords(a.ws, a.table.id, [{ title: "mine" }], "run-y:create");
+    await skill.createdRecords!.delete([], { ...cc, runId: "run-y", effectKey: "run-y:create", workspaceId: "elsewhere" });
+    expect((await a.records()).map((r) => r.id)).toEqual([keep.records[0]!.id, again.records[0]!.id]);
   });
 
   test("garbage cannot reach a table: INVALID_INPUT names the record and field, nothing is written", async () => {

@@ -79,8 +79,8 @@ describe("QTable skills", () => {
     expect((second as { output: { recordIds: string[] } }).output.recordIds).toEqual(ids);
     expect((await store.listRecords("w3", t.id))!.records.map((r) => r.id)).toEqual(ids);
     // reconcile finds the write by key; createdRecords names exactly those records
-    expect(await c.reconcile!({ runId: "run-1", stepId: "create", idempotencyKey: "run-1:create", input: args, signal: new AbortController().signal, logger: silentLogger })).toMatchObject({ applied: true, output: { recordIds: ids } });
-    expect(await c.reconcile!({ runId: "run-2", stepId: "create", idempotencyKey: "run-2:create", input: args, signal: new AbortController().signal, logger: silentLogger })).toEqual({ applied: false });
+    expect(await c.reconcile!({ runId: "run-1", stepId: "create", idempotencyKey: "run-1:create", workspaceId: "w3", input: args, signal: new AbortController().signal, logger: silentLogger })).toMatchObject({ applied: true, output: { recordIds: ids } });
+    expect(await c.reconcile!({ runId: "run-2", stepId: "create", idempotencyKey: "run-2:create", workspaceId: "w3", input: args, signal: new AbortController().signal, logger: silentLogger })).toEqual({ applied: false });
     expect(c.createdRecords!.list((first as unknown as { output: never }).output, args)).toEqual(ids.map((id) => ({ resource: t.id, id })));
     expect(c.serialKey!(args)).toBe(`qtable:${t.id}`);
     // both forms at once, or neither, fail the input schema

@@ -9,6 +9,11 @@ export const FIELD_TYPES = ["text", "number", "date", "select", "user", "relatio
 export type FieldType = (typeof FIELD_TYPES)[number];
 
 export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** Names and options are Postgres text: no NUL, no lone surrogate (refused here, not by the database). */
+const storableText = (s: z.ZodString) => s.refine((v) => !UNSTORABLE.test(v), "must not contain the NUL character or a lone UTF-16 surrogate");
 /** Values a record may carry: a JSON scalar or a list of record ids (relation). */
 export type FieldValue = string | number | string[] | null;
 export type RecordValues = Record<string, FieldValue>;
@@ -18,8 +23,8 @@ export const FieldSchema = z
     name: z.string().regex(FIELD_NAME, `field names match ${FIELD_NAME}`).describe("Unique within the table; also the key of the value in a record."),
     type: z.enum(FIELD_TYPES),
     required: z.boolean().optional().describe("A record must carry a non-empty value."),
-    options: z.array(z.string().min(1).max(200)).min(1).max(200).optional().describe("select: the allowed values (required for select, refused otherwise)."),
-    tableId: z.string().min(1).max(64).optional().describe("relation: the related table (records hold arrays of its record ids)."),
+    options: z.array(storableText(z.string().min(1).max(200))).min(1).max(200).optional().describe("select: the allowed values (required for select, refused otherwise)."),
+    tableId: storableText(z.string().min(1).max(64)).optional().describe("relation: the related table (records hold arrays of its record ids)."),
   })
   .strict()
   .superRefine((f, ctx) => {
@@ -32,7 +37,7 @@ export type Field = z.infer<typeof FieldSchema>;
 
 export const TableDefinitionSchema = z
   .object({
-    name: z.string().trim().min(1).max(100),
+    name: storableText(z.string().trim().min(1).max(100)),
     fields: z
       .array(FieldSchema)
       .min(1)

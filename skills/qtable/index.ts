@@ -47,7 +47,8 @@ export function qtableSkills(opts: QTableOptions): Skill[] {
 export type { SplitWith } from "./task-split.js";
 export type { EstimateWith, Estimate } from "./task-estimate.js";
 export type { Task } from "./schemas.js";
-export type { TableStore, WriteResult, RecordPage, OutboxMessage } from "./store.js";
+export type { TableStore, WriteResult, RecordPage, TablePage, OutboxMessage } from "./store.js";
+export { DEFAULT_TABLE_LIMITS, tableLimitsFromEnv, type TableLimits } from "./limits.js";
 export { MemoryTableStore } from "./memory-store.js";
 export { PgTableStore, migrateQTable } from "./pg-store.js";
 export { TASKS_TABLE, TableDefinitionSchema, FieldSchema, type Table, type Field, type TableDefinition, type TableRecord } from "./fields.js";

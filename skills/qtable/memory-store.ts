@@ -1,19 +1,27 @@
 /** In-process TableStore: for `createRuntime()` (library, tests) without a database. */
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { TASKS_TABLE, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
-import { DEFAULT_PAGE, newMessageId, newRecordId, newTableId, type OutboxMessage, type RecordPage, type TableStore, type WriteResult } from "./store.js";
+import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
+import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WriteResult } from "./store.js";
 
 interface StoredTable extends Table {
   workspaceId: string;
+  seq: number;
   records: { seq: number; rec: TableRecord }[];
 }
 
 export class MemoryTableStore implements TableStore {
+  readonly limits: TableLimits;
   private readonly tables = new Map<string, StoredTable>();
   private readonly demo = new Map<string, string>();
+  /** Writes by workspace and key: a key is only ever looked up within its workspace. */
   private readonly writes = new Map<string, { tableId: string; ids: string[] }>();
   private readonly outbox: (OutboxMessage & { workspaceId: string })[] = [];
   private seq = 0;
+
+  constructor(opts: { limits?: Partial<TableLimits> } = {}) {
+    this.limits = resolveTableLimits(opts.limits);
+  }
 
   async ensureWorkspace(workspaceId: string): Promise<Table> {
     const id = this.demo.get(workspaceId);
@@ -26,14 +34,21 @@ export class MemoryTableStore implements TableStore {
     return view(t);
   }
 
-  async listTables(workspaceId: string): Promise<Table[]> {
-    return [...this.tables.values()].filter((t) => t.workspaceId === workspaceId).map(view);
+  async listTables(workspaceId: string, page: PageQuery = {}): Promise<TablePage> {
+    const after = Number(parseCursor(page.cursor));
+    const limit = page.limit ?? DEFAULT_TABLE_PAGE;
+    const rows = [...this.tables.values()].filter((t) => t.workspaceId === workspaceId && t.seq > after).slice(0, limit + 1);
+    const shown = rows.slice(0, limit);
+    return { tables: shown.map(view), nextCursor: rows.length > limit ? String(shown.at(-1)!.seq) : null };
   }
 
   async createTable(workspaceId: string, def: TableDefinition): Promise<Table> {
-    if ([...this.tables.values()].some((t) => t.workspaceId === workspaceId && t.name === def.name)) {
+    checkDefinition(this.limits, def);
+    const mine = [...this.tables.values()].filter((t) => t.workspaceId === workspaceId);
+    if (mine.some((t) => t.name === def.name)) {
       throw new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${def.name}" already exists in this workspace`);
     }
+    if (mine.length >= this.limits.tablesPerWorkspace) throw tableQuotaError(this.limits);
     return view(this.insertTable(workspaceId, def));
   }
 
@@ -42,10 +57,10 @@ export class MemoryTableStore implements TableStore {
     return t ? view(t) : undefined;
   }
 
-  async listRecords(workspaceId: string, tableId: string, page: { limit?: number; cursor?: string } = {}): Promise<RecordPage | undefined> {
+  async listRecords(workspaceId: string, tableId: string, page: PageQuery = {}): Promise<RecordPage | undefined> {
+    const after = Number(parseCursor(page.cursor));
     const t = this.find(workspaceId, tableId);
     if (!t) return undefined;
-    const after = page.cursor ? Number(page.cursor) : 0;
     const limit = page.limit ?? DEFAULT_PAGE;
     const rows = t.records.filter((r) => r.seq > after).slice(0, limit + 1);
     const more = rows.length > limit;
@@ -55,17 +70,21 @@ export class MemoryTableStore implements TableStore {
 
   async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
     // no await before the key is taken: concurrent repeats see it
-    if (this.writes.has(idempotencyKey)) return (await this.findWrite(idempotencyKey))!;
+    const key = writeKey(workspaceId, idempotencyKey);
+    if (this.writes.has(key)) return (await this.findWrite(workspaceId, idempotencyKey))!;
     const t = this.find(workspaceId, tableId);
-    if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`);
+    if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
+    checkWrite(this.limits, values);
+    const have = this.recordCount(workspaceId);
+    if (have + values.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, values.length);
     const recs = values.map((v) => ({ id: newRecordId(), values: clone(v) }));
     for (const rec of recs) t.records.push({ seq: ++this.seq, rec });
-    this.writes.set(idempotencyKey, { tableId: t.id, ids: recs.map((r) => r.id) });
+    this.writes.set(key, { tableId: t.id, ids: recs.map((r) => r.id) });
     return { tableId: t.id, records: recs.map(clone), created: true };
   }
 
-  async findWrite(idempotencyKey: string): Promise<WriteResult | undefined> {
-    const w = this.writes.get(idempotencyKey);
+  async findWrite(workspaceId: string, idempotencyKey: string): Promise<WriteResult | undefined> {
+    const w = this.writes.get(writeKey(workspaceId, idempotencyKey));
     if (!w) return undefined;
     const t = this.tables.get(w.tableId);
     const byId = new Map(t?.records.map((r) => [r.rec.id, r.rec]) ?? []);
@@ -73,9 +92,14 @@ export class MemoryTableStore implements TableStore {
     return { tableId: w.tableId, records: w.ids.map((id) => clone(byId.get(id) ?? { id, values: {} })), created: false };
   }
 
-  async deleteRecords(tableId: string, recordIds: string[]): Promise<number> {
+  async deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number> {
+    const w = this.writes.get(writeKey(workspaceId, idempotencyKey));
+    return w ? this.deleteRecords(workspaceId, w.tableId, w.ids) : 0;
+  }
+
+  async deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number> {
     const t = this.tables.get(tableId);
-    if (!t) return 0;
+    if (!t || t.workspaceId !== workspaceId) return 0;
     const ids = new Set(recordIds);
     const before = t.records.length;
     t.records = t.records.filter((r) => !ids.has(r.rec.id));
@@ -83,15 +107,15 @@ export class MemoryTableStore implements TableStore {
   }
 
   async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string) {
-    const prior = this.outbox.find((x) => x.idempotencyKey === idempotencyKey);
+    const prior = this.outbox.find((x) => x.workspaceId === workspaceId && x.idempotencyKey === idempotencyKey);
     if (prior) return { message: strip(prior), sent: false };
     const m = { id: newMessageId(), channel, message, idempotencyKey, createdAt: new Date().toISOString(), workspaceId };
     this.outbox.push(m);
     return { message: strip(m), sent: true };
   }
 
-  async findMessage(idempotencyKey: string): Promise<OutboxMessage | undefined> {
-    const m = this.outbox.find((x) => x.idempotencyKey === idempotencyKey);
+  async findMessage(workspaceId: string, idempotencyKey: string): Promise<OutboxMessage | undefined> {
+    const m = this.outbox.find((x) => x.workspaceId === workspaceId && x.idempotencyKey === idempotencyKey);
     return m ? strip(m) : undefined;
   }
 
@@ -100,9 +124,15 @@ export class MemoryTableStore implements TableStore {
   }
 
   private insertTable(workspaceId: string, def: TableDefinition): StoredTable {
-    const t: StoredTable = { id: newTableId(), name: def.name, fields: clone(def.fields), workspaceId, records: [] };
+    const t: StoredTable = { id: newTableId(), name: def.name, fields: clone(def.fields), workspaceId, seq: ++this.seq, records: [] };
     this.tables.set(t.id, t);
     return t;
+  }
+
+  private recordCount(workspaceId: string): number {
+    let n = 0;
+    for (const t of this.tables.values()) if (t.workspaceId === workspaceId) n += t.records.length;
+    return n;
   }
 
   private find(workspaceId: string, idOrName: string): StoredTable | undefined {
@@ -112,6 +142,7 @@ export class MemoryTableStore implements TableStore {
   }
 }
 
+const writeKey = (workspaceId: string, key: string) => JSON.stringify([workspaceId, key]);
 const clone = <T>(x: T): T => structuredClone(x);
 const view = (t: StoredTable): Table => ({ id: t.id, name: t.name, fields: clone(t.fields) });
 const strip = ({ workspaceId: _w, ...m }: OutboxMessage & { workspaceId: string }): OutboxMessage => ({ ...m });

@@ -32,7 +32,7 @@ export function notifySendSkill(store: TableStore) {
       return toOutput(message);
     },
     async reconcile(c) {
-      const m = await store.findMessage(c.idempotencyKey);
+      const m = await store.findMessage(c.workspaceId, c.idempotencyKey);
       return m ? { applied: true, output: toOutput(m) } : { applied: false };
     },
   });

@@ -7,7 +7,8 @@ import type pg from "pg";
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { table, type Database } from "../../src/store/db.js";
 import { TASKS_TABLE, type Field, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
-import { DEFAULT_PAGE, newMessageId, newRecordId, newTableId, type OutboxMessage, type RecordPage, type TableStore, type WriteResult } from "./store.js";
+import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
+import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WriteResult } from "./store.js";
 
 export function qtableMigrations(db: Pick<Database, "schema">): string[] {
   const t = (n: string) => table(db, n);
@@ -51,10 +52,22 @@ export function qtableMigrations(db: Pick<Database, "schema">): string[] {
       demo_table_id text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now()
     );`,
+    // 1: every row carries its workspace (records too: a delete or count is scoped without a join),
+    // idempotency keys are unique per workspace, tables page by a sequence (keyset pagination)
+    `ALTER TABLE ${t("qtable_tables")} ADD COLUMN seq bigserial;
+    CREATE UNIQUE INDEX qtable_tables_workspace_seq ON ${t("qtable_tables")} (workspace_id, seq);
+    ALTER TABLE ${t("qtable_records")} ADD COLUMN workspace_id text;
+    UPDATE ${t("qtable_records")} r SET workspace_id = x.workspace_id FROM ${t("qtable_tables")} x WHERE x.table_id = r.table_id;
+    ALTER TABLE ${t("qtable_records")} ALTER COLUMN workspace_id SET NOT NULL;
+    CREATE INDEX qtable_records_workspace_write ON ${t("qtable_records")} (workspace_id, write_key);
+    ALTER TABLE ${t("qtable_writes")} DROP CONSTRAINT qtable_writes_pkey, ADD PRIMARY KEY (workspace_id, idempotency_key);
+    ALTER TABLE ${t("qtable_outbox")} DROP CONSTRAINT qtable_outbox_idempotency_key_key, ADD CONSTRAINT qtable_outbox_workspace_key UNIQUE (workspace_id, idempotency_key);`,
   ];
 }
 
 const LOCK_KEY = 7_310_031; // arbitrary, constant: "qtable migrations"
+/** Serialises one workspace's quota checks with its inserts (arbitrary, constant). */
+const QUOTA_LOCK_KEY = 7_310_032;
 
 export async function migrateQTable(db: Database): Promise<void> {
   await applyMigrations(db, { lockKey: LOCK_KEY, versionTable: "qtable_migrations", list: qtableMigrations(db) });
@@ -68,12 +81,17 @@ interface TableRow {
 const toTable = (r: TableRow): Table => ({ id: r.table_id, name: r.name, fields: r.fields });
 
 export class PgTableStore implements TableStore {
+  readonly limits: TableLimits;
   private readonly t: (n: string) => string;
   /** Workspaces known to be seeded (saves a round trip per call). */
   private readonly seeded = new Map<string, Table>();
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    opts: { limits?: Partial<TableLimits> } = {},
+  ) {
     this.t = (n) => table(db, n);
+    this.limits = resolveTableLimits(opts.limits);
   }
 
   async ensureWorkspace(workspaceId: string): Promise<Table> {
@@ -99,20 +117,35 @@ export class PgTableStore implements TableStore {
     return structuredClone(t);
   }
 
-  async listTables(workspaceId: string): Promise<Table[]> {
-    const { rows } = await this.db.pool.query<TableRow>(`SELECT table_id, name, fields FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 ORDER BY created_at, table_id`, [workspaceId]);
-    return rows.map(toTable);
+  async listTables(workspaceId: string, page: PageQuery = {}): Promise<TablePage> {
+    const after = parseCursor(page.cursor);
+    const limit = page.limit ?? DEFAULT_TABLE_PAGE;
+    const { rows } = await this.db.pool.query<TableRow & { seq: string }>(
+      `SELECT seq, table_id, name, fields FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [workspaceId, after, limit + 1],
+    );
+    const shown = rows.slice(0, limit);
+    return { tables: shown.map(toTable), nextCursor: rows.length > limit ? String(shown.at(-1)!.seq) : null };
   }
 
   async createTable(workspaceId: string, def: TableDefinition): Promise<Table> {
+    checkDefinition(this.limits, def);
     try {
-      const { rows } = await this.db.pool.query<TableRow>(
-        `INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4) RETURNING table_id, name, fields`,
-        [newTableId(), workspaceId, def.name, JSON.stringify(def.fields)],
-      );
-      return toTable(rows[0]!);
+      return await this.tx(async (c) => {
+        await this.lockQuota(c, workspaceId);
+        const taken = await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [workspaceId, def.name]);
+        if (taken.rows.length) throw nameTaken(def.name);
+        const { rows: n } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.t("qtable_tables")} WHERE workspace_id = $1`, [workspaceId]);
+        if (n[0]!.n >= this.limits.tablesPerWorkspace) throw tableQuotaError(this.limits);
+        const { rows } = await c.query<TableRow>(
+          `INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4) RETURNING table_id, name, fields`,
+          [newTableId(), workspaceId, def.name, JSON.stringify(def.fields)],
+        );
+        return toTable(rows[0]!);
+      });
     } catch (e) {
-      if ((e as { code?: string }).code === "23505") throw new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${def.name}" already exists in this workspace`);
+      // the demo table seeded concurrently under the same name
+      if ((e as { code?: string }).code === "23505") throw nameTaken(def.name);
       throw e;
     }
   }
@@ -125,13 +158,14 @@ export class PgTableStore implements TableStore {
     return rows[0] ? toTable(rows[0]) : undefined;
   }
 
-  async listRecords(workspaceId: string, tableId: string, page: { limit?: number; cursor?: string } = {}): Promise<RecordPage | undefined> {
+  async listRecords(workspaceId: string, tableId: string, page: PageQuery = {}): Promise<RecordPage | undefined> {
+    const after = parseCursor(page.cursor);
     const t = await this.getTable(workspaceId, tableId);
     if (!t) return undefined;
     const limit = page.limit ?? DEFAULT_PAGE;
     const { rows } = await this.db.pool.query<{ seq: string; record_id: string; values: RecordValues }>(
-      `SELECT seq, record_id, values FROM ${this.t("qtable_records")} WHERE table_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [t.id, page.cursor ?? "0", limit + 1],
+      `SELECT seq, record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND table_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+      [workspaceId, t.id, after, limit + 1],
     );
     const more = rows.length > limit;
     const shown = rows.slice(0, limit);
@@ -145,11 +179,16 @@ export class PgTableStore implements TableStore {
       const ids = values.map(() => newRecordId());
       // the key row is the write's identity: a second writer with the key waits on it, then finds it
       const claimed = await c.query(`INSERT INTO ${this.t("qtable_writes")} (idempotency_key, workspace_id, table_id, record_ids) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`, [idempotencyKey, workspaceId, t.table_id, JSON.stringify(ids)]);
-      if (!claimed.rows.length) return (await this.readWrite(c, idempotencyKey))!;
+      if (!claimed.rows.length) return (await this.readWrite(c, workspaceId, idempotencyKey))!;
+      checkWrite(this.limits, values);
+      await this.lockQuota(c, workspaceId);
+      const { rows: n } = await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t("qtable_records")} WHERE workspace_id = $1`, [workspaceId]);
+      const have = Number(n[0]!.n);
+      if (have + values.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, values.length);
       if (values.length) {
         await c.query(
-          `INSERT INTO ${this.t("qtable_records")} (record_id, table_id, values, write_key) SELECT r.id, $1, r.v, $2 FROM unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS r(id, v, n) ORDER BY r.n`,
-          [t.table_id, idempotencyKey, ids, values.map((v) => JSON.stringify(v))],
+          `INSERT INTO ${this.t("qtable_records")} (record_id, workspace_id, table_id, values, write_key) SELECT r.id, $1, $2, r.v, $3 FROM unnest($4::text[], $5::jsonb[]) WITH ORDINALITY AS r(id, v, n) ORDER BY r.n`,
+          [workspaceId, t.table_id, idempotencyKey, ids, values.map((v) => JSON.stringify(v))],
         );
       }
       const records: TableRecord[] = ids.map((id, i) => ({ id, values: values[i]! }));
@@ -157,47 +196,58 @@ export class PgTableStore implements TableStore {
     });
   }
 
-  async findWrite(idempotencyKey: string): Promise<WriteResult | undefined> {
+  async findWrite(workspaceId: string, idempotencyKey: string): Promise<WriteResult | undefined> {
     const c = await this.db.pool.connect();
     try {
-      return await this.readWrite(c, idempotencyKey);
+      return await this.readWrite(c, workspaceId, idempotencyKey);
     } finally {
       c.release();
     }
   }
 
-  private async readWrite(c: pg.PoolClient, key: string): Promise<WriteResult | undefined> {
-    const w = (await c.query<{ table_id: string; record_ids: string[] }>(`SELECT table_id, record_ids FROM ${this.t("qtable_writes")} WHERE idempotency_key = $1`, [key])).rows[0];
+  private async readWrite(c: pg.PoolClient, workspaceId: string, key: string): Promise<WriteResult | undefined> {
+    const w = (await c.query<{ table_id: string; record_ids: string[] }>(`SELECT table_id, record_ids FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, key])).rows[0];
     if (!w) return undefined;
-    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE record_id = ANY($1::text[])`, [w.record_ids]);
+    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND record_id = ANY($2::text[])`, [workspaceId, w.record_ids]);
     const byId = new Map(rows.map((r) => [r.record_id, r.values]));
     // records deleted since (compensated) are reported by id with the values they no longer have
     return { tableId: w.table_id, records: w.record_ids.map((id) => ({ id, values: byId.get(id) ?? {} })), created: false };
   }
 
-  async deleteRecords(tableId: string, recordIds: string[]): Promise<number> {
+  async deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number> {
+    // the records carry the key of the write that created them: nothing else is matched
+    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND write_key = $2`, [workspaceId, idempotencyKey]);
+    return r.rowCount ?? 0;
+  }
+
+  async deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number> {
     if (!recordIds.length) return 0;
-    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE table_id = $1 AND record_id = ANY($2::text[])`, [tableId, recordIds]);
+    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND table_id = $2 AND record_id = ANY($3::text[])`, [workspaceId, tableId, recordIds]);
     return r.rowCount ?? 0;
   }
 
   async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string): Promise<{ message: OutboxMessage; sent: boolean }> {
     const { rows } = await this.db.pool.query(
-      `INSERT INTO ${this.t("qtable_outbox")} (message_id, workspace_id, channel, message, idempotency_key) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (idempotency_key) DO NOTHING RETURNING message_id, channel, message, idempotency_key, created_at`,
+      `INSERT INTO ${this.t("qtable_outbox")} (message_id, workspace_id, channel, message, idempotency_key) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, idempotency_key) DO NOTHING RETURNING message_id, channel, message, idempotency_key, created_at`,
       [newMessageId(), workspaceId, channel, message, idempotencyKey],
     );
     if (rows[0]) return { message: toMessage(rows[0]), sent: true };
-    return { message: (await this.findMessage(idempotencyKey))!, sent: false };
+    return { message: (await this.findMessage(workspaceId, idempotencyKey))!, sent: false };
   }
 
-  async findMessage(idempotencyKey: string): Promise<OutboxMessage | undefined> {
-    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE idempotency_key = $1`, [idempotencyKey]);
+  async findMessage(workspaceId: string, idempotencyKey: string): Promise<OutboxMessage | undefined> {
+    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey]);
     return rows[0] ? toMessage(rows[0]) : undefined;
   }
 
   async listMessages(workspaceId: string): Promise<OutboxMessage[]> {
     const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 ORDER BY seq`, [workspaceId]);
     return rows.map(toMessage);
+  }
+
+  /** Quota checks of one workspace happen one at a time (count, then insert, in one transaction). */
+  private async lockQuota(c: pg.PoolClient, workspaceId: string): Promise<void> {
+    await c.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUOTA_LOCK_KEY, workspaceId]);
   }
 
   private async tx<T>(f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -215,6 +265,8 @@ export class PgTableStore implements TableStore {
     }
   }
 }
+
+const nameTaken = (name: string) => new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${name}" already exists in this workspace`);
 
 function toMessage(r: { message_id: string; channel: string; message: string; idempotency_key: string; created_at: Date | string }): OutboxMessage {
   return { id: r.message_id, channel: r.channel, message: r.message, idempotencyKey: r.idempotency_key, createdAt: new Date(r.created_at).toISOString() };

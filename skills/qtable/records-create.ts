@@ -9,6 +9,7 @@ import { defineSkill } from "../../src/skills/contract.js";
 import { recordsFromTasks, validateRecords } from "./mapping.js";
 import { tableFor } from "./schema-describe.js";
 import { EstimateSchema, GanttSchema, TableIdSchema, TaskSchema } from "./schemas.js";
+import { checkWrite } from "./limits.js";
 import type { TableStore, WriteResult } from "./store.js";
 import type { RecordValues, Table } from "./fields.js";
 
@@ -38,9 +39,18 @@ export const RecordsCreateOutputSchema = z.object({
 });
 type RecordsCreateOutput = z.infer<typeof RecordsCreateOutputSchema>;
 
-function planned(table: Table, args: RecordsCreateInput): RecordValues[] {
-  return validateRecords(table, "records" in args ? args.records : recordsFromTasks(table, args));
+/** The values to write, validated and within the write's byte bound (the preview refuses what the write would). */
+function planned(store: TableStore, table: Table, args: RecordsCreateInput): RecordValues[] {
+  const values = validateRecords(table, "records" in args ? args.records : recordsFromTasks(table, args));
+  checkWrite(store.limits, values);
+  return values;
 }
+
+/**
+ * The idempotency keys the step's own executions wrote under: its attempts (`runId:stepId`) and
+ * its fallback skill's (`runId:stepId:fallback`, when that is a records write too). A fallback
+ * *value* or anything else in the output wrote nothing, so it names nothing to delete.
+ */
 
 function toOutput(w: WriteResult): RecordsCreateOutput {
   return { tableId: w.tableId, recordIds: w.records.map((r) => r.id), records: w.records.map((r) => ({ ...r.values, id: r.id })), created: w.created };
@@ -60,26 +70,29 @@ export function recordsCreateSkill(store: TableStore) {
     requiresConfirmation: true,
     async preview(args, ctx) {
       const table = await tableFor(store, ctx.workspaceId, args.tableId);
-      const records = planned(table, args);
+      const records = planned(store, table, args);
       return { action: "create_records", table: { id: table.id, name: table.name }, count: records.length, records };
     },
     estimateDurationMs: (a) => 10 + ("records" in a ? a.records.length : a.tasks.length),
     async execute(args, ctx) {
       const table = await tableFor(store, ctx.workspaceId, args.tableId);
-      const values = planned(table, args);
+      const values = planned(store, table, args);
       return toOutput(await store.createRecords(ctx.workspaceId, table.id, values, ctx.idempotencyKey));
     },
     createdRecords: {
+      // what the output claims (shown in the rollback's record) ...
       list: (out) => out.recordIds.map((id) => ({ resource: out.tableId, id })),
-      async delete(records) {
-        const byTable = new Map<string, string[]>();
-        for (const r of records) byTable.set(r.resource, [...(byTable.get(r.resource) ?? []), r.id]);
-        // deleting what is already gone is a no-op: compensations must be idempotent
-        for (const [tableId, ids] of byTable) await store.deleteRecords(tableId, ids);
+      // ... is never what gets deleted: the output may come from a fallback value or any other
+      // source the run controls. The store's own record of this step's writes, in the run's
+      // workspace, names the records. Deleting what is already gone is a no-op (idempotent).
+      async delete(_claimed, c) {
+        // effectKey: the idempotency key of the execution being undone (the step's skill, or this
+        // skill run as the step's fallback): exactly that write, in the run's workspace
+        await store.deleteWrite(c.workspaceId, c.effectKey);
       },
     },
     async reconcile(c) {
-      const w = await store.findWrite(c.idempotencyKey);
+      const w = await store.findWrite(c.workspaceId, c.idempotencyKey);
       return w ? { applied: true, output: toOutput(w) } : { applied: false };
     },
   });

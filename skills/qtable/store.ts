@@ -3,7 +3,9 @@
  * by workspace: another workspace's table is indistinguishable from a missing one.
  */
 import { randomBytes } from "node:crypto";
+import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import type { RecordValues, Table, TableDefinition, TableRecord } from "./fields.js";
+import type { TableLimits } from "./limits.js";
 
 export interface RecordPage {
   records: TableRecord[];
@@ -27,27 +29,52 @@ export interface OutboxMessage {
   createdAt: string;
 }
 
+export interface TablePage {
+  tables: Table[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface PageQuery {
+  limit?: number;
+  /** A `nextCursor` this store returned (a decimal sequence number). */
+  cursor?: string;
+}
+
+/**
+ * Every method takes the workspace and reads, changes or deletes only that workspace's data: an
+ * id (table, record, idempotency key) of another workspace behaves like one that does not exist.
+ */
 export interface TableStore {
+  readonly limits: TableLimits;
   /** The workspace's demo "Tasks" table, created on first call (idempotent, safe under races). */
   ensureWorkspace(workspaceId: string): Promise<Table>;
-  listTables(workspaceId: string): Promise<Table[]>;
-  /** Throws TABLE_NAME_TAKEN when the workspace has a table of that name. */
+  /** In creation order, keyset-paginated. */
+  listTables(workspaceId: string, page?: PageQuery): Promise<TablePage>;
+  /** Throws TABLE_NAME_TAKEN when the workspace has a table of that name, QUOTA_EXCEEDED at its table quota, VALUE_TOO_LARGE over the definition bounds. */
   createTable(workspaceId: string, def: TableDefinition): Promise<Table>;
   /** By id, or by exact name within the workspace. */
   getTable(workspaceId: string, tableIdOrName: string): Promise<Table | undefined>;
-  listRecords(workspaceId: string, tableId: string, page?: { limit?: number; cursor?: string }): Promise<RecordPage | undefined>;
+  listRecords(workspaceId: string, tableId: string, page?: PageQuery): Promise<RecordPage | undefined>;
   /**
    * Insert records (values already validated) atomically under an idempotency key: the first call
    * writes them; every later call with the key returns what the first one created, writes nothing.
+   * QUOTA_EXCEEDED when the workspace's record quota would be passed; VALUE_TOO_LARGE over the write's byte bound.
    */
   createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult>;
-  /** What a write under this key created, if it happened (reconcile after a crash). */
-  findWrite(idempotencyKey: string): Promise<WriteResult | undefined>;
-  /** Delete exactly these records of this table (missing ones are already gone); the number deleted. */
-  deleteRecords(tableId: string, recordIds: string[]): Promise<number>;
+  /** What a write under this key created in this workspace, if it happened (reconcile after a crash). */
+  findWrite(workspaceId: string, idempotencyKey: string): Promise<WriteResult | undefined>;
+  /**
+   * Undo a write: delete the records the write under this key created in this workspace (the
+   * store's own record of the write, never ids from elsewhere); those already gone are skipped.
+   * The number deleted.
+   */
+  deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number>;
+  /** Delete exactly these records of this table of this workspace (missing ones are already gone); the number deleted. */
+  deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number>;
   /** Append to the notification outbox once per idempotency key (the provider reads the outbox). */
   sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string): Promise<{ message: OutboxMessage; sent: boolean }>;
-  findMessage(idempotencyKey: string): Promise<OutboxMessage | undefined>;
+  findMessage(workspaceId: string, idempotencyKey: string): Promise<OutboxMessage | undefined>;
   listMessages(workspaceId: string): Promise<OutboxMessage[]>;
 }
 
@@ -57,3 +84,14 @@ export const newMessageId = () => `msg_${randomBytes(10).toString("hex")}`;
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1_000;
+export const DEFAULT_TABLE_PAGE = 50;
+export const MAX_TABLE_PAGE = 100;
+/** Cursors are sequence numbers: Postgres bigint, so at most 2^63 - 1 (a larger one is refused before SQL). */
+export const MAX_CURSOR = 2n ** 63n - 1n;
+
+/** A page cursor as the decimal sequence number it is; anything else is INVALID_QUERY naming `cursor`. */
+export function parseCursor(cursor: string | undefined): string {
+  if (cursor === undefined) return "0";
+  if (/^\d{1,19}$/.test(cursor) && BigInt(cursor) <= MAX_CURSOR) return cursor;
+  throw new ToolchainError(ErrorCode.INVALID_QUERY, "query.cursor: not a cursor this server returned (the nextCursor of the previous page)", { details: { issues: [{ path: "query.cursor", message: "not a cursor this server returned" }] } });
+}

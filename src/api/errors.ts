@@ -6,6 +6,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { z } from "zod";
 import { ErrorCode, ToolchainError, isErrorCode } from "../kernel/errors.js";
+import { isUndecodablePath, undecodableParam } from "./path-params.js";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
   // plan validation: the plan is wrong
@@ -55,6 +56,10 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PLANNING_FAILED: 422,
   TOO_MANY_STREAMS: 429,
   NOT_READY: 503,
+  INVALID_PATH: 400,
+  VALUE_TOO_LARGE: 400,
+  // the workspace's state (its size), not the request, stands in the way: 409 like a name taken
+  QUOTA_EXCEEDED: 409,
   // table store: another workspace's table is a missing one
   TABLE_NOT_FOUND: 404,
   TABLE_NAME_TAKEN: 409,
@@ -125,6 +130,10 @@ export function describeInternalError(e: unknown, info: InternalErrorInfo): stri
 export function errorHandler(onInternal: (e: unknown, info: InternalErrorInfo) => void): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) return next(err);
+    if (isUndecodablePath(err)) {
+      const name = undecodableParam(req);
+      err = new ToolchainError(ErrorCode.INVALID_PATH, `${name ? `path parameter ${name}` : "the path"}: not valid percent-encoding (a % must start an escape of UTF-8 bytes)`, { details: name ? { parameter: name } : undefined });
+    }
     const { status } = toErrorBody(err);
     if (status === 500) {
       const info: InternalErrorInfo = { method: req.method, route: (req.route?.path as string | undefined) ?? req.path.slice(0, 100) };

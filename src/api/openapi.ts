@@ -43,10 +43,10 @@ const json = (id: string, description: string) => ({ description, content: { "ap
 const sse = { description: "text/event-stream of run events: `id:` seq, `event:` type, `data:` a RunEvent as JSON", content: { "text/event-stream": { schema: { type: "string" } } } };
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), json("Error", ERROR_TEXT[s] ?? "error")]));
 const ERROR_TEXT: Record<number, string> = {
-  400: "invalid request (INVALID_JSON, INVALID_BODY, INVALID_QUERY) or plan (PLAN_CYCLE, UNKNOWN_SKILL, SKILL_NOT_ALLOWED, ...)",
+  400: "invalid request (INVALID_JSON, INVALID_BODY, INVALID_QUERY, INVALID_PATH, VALUE_TOO_LARGE) or plan (PLAN_CYCLE, UNKNOWN_SKILL, SKILL_NOT_ALLOWED, ...)",
   401: "UNAUTHORIZED: missing, unknown or revoked API key",
   404: "RUN_NOT_FOUND (also for another workspace's run) or NOT_FOUND",
-  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE / TABLE_NAME_TAKEN",
+  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE / TABLE_NAME_TAKEN / QUOTA_EXCEEDED (a workspace quota: tables or records)",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
   429: "TOO_MANY_REQUESTS for this key (see Retry-After)",
@@ -140,8 +140,16 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
         get: { operationId: "skills", summary: "The workspace's skill manifest", responses: { "200": json("SkillList", "skills this workspace may use"), ...common } },
       },
       "/api/tables": {
-        get: { operationId: "listTables", summary: "The workspace's tables (its demo \"Tasks\" table is created on first use)", responses: { "200": json("TableList", "tables with their fields"), ...common } },
-        post: { operationId: "createTable", summary: "Create a table with a typed schema", requestBody: body("CreateTableRequest"), responses: { "201": json("Table", "the table (Location: /api/tables/<id>)"), ...errors(400, 409, 413, 415), ...common } },
+        get: {
+          operationId: "listTables",
+          summary: "The workspace's tables, oldest first (its demo \"Tasks\" table is created on first use)",
+          parameters: [
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 100, default: 50 } },
+            { name: "cursor", in: "query", required: false, schema: { type: "string" }, description: "nextCursor of the previous page" },
+          ],
+          responses: { "200": json("TableList", "a page of tables with their fields"), ...errors(400), ...common },
+        },
+        post: { operationId: "createTable", summary: "Create a table with a typed schema (QUOTA_EXCEEDED at the workspace's table quota)", requestBody: body("CreateTableRequest"), responses: { "201": json("Table", "the table (Location: /api/tables/<id>)"), ...errors(400, 409, 413, 415), ...common } },
       },
       "/api/tables/{tableId}": {
         get: { operationId: "getTable", summary: "A table's schema", parameters: [tableId], responses: { "200": json("Table", "the table"), ...tableNotFound, ...common } },
@@ -157,6 +165,11 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
           ],
           responses: { "200": json("RecordList", "a page of records: `{ id, ...values }`"), ...errors(400), ...tableNotFound, ...common },
         },
+      },
+      "/mcp": {
+        post: { operationId: "mcp", summary: "The MCP endpoint (Streamable HTTP): JSON-RPC requests of an MCP session", requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } }, responses: { "200": { description: "a JSON-RPC response, or an event stream of them", content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } } }, "202": { description: "a notification or response accepted" }, ...errors(400, 404, 413, 415), ...common } },
+        get: { operationId: "mcpStream", summary: "The MCP session's server-to-client event stream (Mcp-Session-Id header)", responses: { "200": { description: "server messages", content: { "text/event-stream": { schema: { type: "string" } } } }, ...errors(400, 404), ...common } },
+        delete: { operationId: "mcpEnd", summary: "End the MCP session (Mcp-Session-Id header)", responses: { "200": { description: "the session is closed" }, ...errors(400, 404), ...common } },
       },
       "/healthz": { get: { operationId: "health", summary: "The process is up", security: [], responses: { "200": json("Health", "up") } } },
       "/readyz": { get: { operationId: "ready", summary: "The database is reachable", security: [], responses: { "200": json("Health", "ready"), ...errors(503) } } },

@@ -2,6 +2,7 @@
 import { Router, type Response } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
+import { assertStorable } from "../kernel/storable.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
 import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
@@ -28,6 +29,16 @@ function respond(res: Response, o: Outcome): void {
 /** Printable ASCII without spaces, at most 200 characters (run ids are UUIDs, or chosen by library callers). */
 const RUN_ID = /^[\x21-\x7e]{1,200}$/;
 
+/**
+ * What a request hands the planner and the run (its words, context, memory) is stored with the
+ * run: refused here, naming the field, before planning starts (a plan is checked by the runtime).
+ */
+function assertStorableRequest(body: { request?: string; context?: unknown; memory?: unknown }): void {
+  if (body.request !== undefined) assertStorable(body.request, "request");
+  if (body.context !== undefined) assertStorable(body.context, "context");
+  if (body.memory !== undefined) assertStorable(body.memory, "memory");
+}
+
 const wantsSse = (accept: string | undefined) => (accept ?? "").toLowerCase().includes("text/event-stream");
 
 export function runsRouter(o: RunsRouterOptions): Router {
@@ -46,16 +57,19 @@ export function runsRouter(o: RunsRouterOptions): Router {
   });
   r.post("/api/tool-chains/plan", async (req, res) => {
     const body = parseWith(PlanRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    assertStorableRequest(body);
     res.json(await service.plan(principalOf(res), body));
   });
 
   r.post("/api/tool-chains/run", async (req, res) => {
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    assertStorableRequest(body);
     respond(res, await service.run(principalOf(res), body, traceIdFrom(req.get("traceparent"))));
   });
 
   r.post("/api/tool-chains/stream", async (req, res) => {
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    assertStorableRequest(body);
     const stop = new AbortController();
     // over the key's stream limit: refused before the run is created
     const release = o.slots.acquire(principalOf(res).keyId);

@@ -209,13 +209,25 @@ export const HealthResponseSchema = z.object({ status: z.string() });
 
 export const CreateTableRequestSchema = TableDefinitionSchema;
 
+/** Table and record cursors are sequence numbers: decimal, at most Postgres' bigint maximum. */
+const SeqCursor = z
+  .string()
+  .refine((c) => /^\d{1,19}$/.test(c) && BigInt(c) <= 2n ** 63n - 1n, "cursor is the nextCursor of the previous page")
+  .optional()
+  .describe("`nextCursor` of the previous page.");
+
+export const ListTablesQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: SeqCursor,
+});
+
 export const ListRecordsQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(1_000).default(100),
-  cursor: z.string().regex(/^\d{1,19}$/, "cursor is the nextCursor of the previous page").optional().describe("`nextCursor` of the previous page."),
+  cursor: SeqCursor,
 });
 
 export const TableSchema = z.object({ id: z.string(), name: z.string(), fields: z.array(FieldSchema) });
-export const TableListResponseSchema = z.object({ tables: z.array(TableSchema) });
+export const TableListResponseSchema = z.object({ tables: z.array(TableSchema), nextCursor: z.string().nullable() });
 export const RecordListResponseSchema = z.object({
   records: z.array(z.looseObject({ id: z.string() }).describe("`id` and the record's values keyed by field name")),
   nextCursor: z.string().nullable(),

@@ -2,6 +2,8 @@
  * /api/tables: the caller's workspace's tables (skills/qtable). Scoped like runs: another
  * workspace's table answers 404 TABLE_NOT_FOUND, indistinguishable from a missing one. The
  * workspace's demo "Tasks" table is created on its first request if it does not exist yet.
+ * Tables page like runs (`limit`, `cursor` → `{ tables, nextCursor }`); a workspace has table and
+ * record quotas (QUOTA_EXCEEDED) and a table's definition is bounded (VALUE_TOO_LARGE).
  */
 import { Router } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
@@ -9,10 +11,14 @@ import type { TableStore } from "../../skills/qtable/store.js";
 import type { TableRecord } from "../../skills/qtable/fields.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
-import { CreateTableRequestSchema, ListRecordsQuerySchema } from "./schemas.js";
+import { CreateTableRequestSchema, ListRecordsQuerySchema, ListTablesQuerySchema } from "./schemas.js";
 
-const notFound = (id: string) => new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${id} not found`);
+const notFound = (id: string) => new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${JSON.stringify(id)} not found`);
 const flat = (r: TableRecord) => ({ ...r.values, id: r.id });
+
+/** Ids and names are at most 100 characters of storable text: anything else is no table (not a database error). */
+// eslint-disable-next-line no-control-regex
+const NO_TABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function tablesRouter(tables: TableStore): Router {
   const r = Router();
@@ -22,8 +28,13 @@ export function tablesRouter(tables: TableStore): Router {
     return ws;
   };
 
-  r.get("/api/tables", async (_req, res) => {
-    res.json({ tables: await tables.listTables(await workspace(res)) });
+  r.param("tableId", (_req, _res, next, id: string) => {
+    next(id.length <= 200 && !NO_TABLE.test(id) ? undefined : new ToolchainError(ErrorCode.TABLE_NOT_FOUND, "tableId: not a table id or name (too long, or holds a NUL character or a lone surrogate)"));
+  });
+
+  r.get("/api/tables", async (req, res) => {
+    const q = parseWith(ListTablesQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
+    res.json(await tables.listTables(await workspace(res), { limit: q.limit, cursor: q.cursor }));
   });
 
   r.post("/api/tables", async (req, res) => {

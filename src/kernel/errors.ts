@@ -61,6 +61,12 @@ export const ErrorCode = {
   /** More open event streams with this key than the server allows (`TOOLCHAIN_MAX_STREAMS_PER_KEY`). */
   TOO_MANY_STREAMS: "TOO_MANY_STREAMS",
   NOT_READY: "NOT_READY",
+  /** A path parameter that is not a valid percent-encoding (or holds characters no id can have). */
+  INVALID_PATH: "INVALID_PATH",
+  /** A value over a configured byte or count bound; the message names the field and the limit. */
+  VALUE_TOO_LARGE: "VALUE_TOO_LARGE",
+  /** A workspace quota is reached (tables, records); details name the quota and its limit. */
+  QUOTA_EXCEEDED: "QUOTA_EXCEEDED",
   // table store (skills/qtable)
   TABLE_NOT_FOUND: "TABLE_NOT_FOUND",
   TABLE_NAME_TAKEN: "TABLE_NAME_TAKEN",

@@ -14,7 +14,7 @@ import { BatchedPostgresSaver } from "../store/saver.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { Planner, plannerConfigFromEnv } from "../planner/index.js";
 import { modelTaskSplitter } from "../planner/task-splitter.js";
-import { migrateQTable, PgTableStore, qtableSkills, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
+import { migrateQTable, PgTableStore, qtableSkills, tableLimitsFromEnv, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
 import { defaultOwner, Runtime, type RuntimeOptions } from "./runtime.js";
 
 export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" | "store"> {
@@ -54,7 +54,8 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
     let skills = opts.skills;
     if (opts.qtable !== false) {
       await migrateQTable(db);
-      tables = new PgTableStore(db);
+      // quotas and bounds: TOOLCHAIN_MAX_TABLES_PER_WORKSPACE and the others (skills/qtable/limits.ts)
+      tables = new PgTableStore(db, { limits: tableLimitsFromEnv() });
       // qtable.task.split uses the planner's model when one is configured
       const plannerOpts = opts.planner instanceof Planner ? opts.planner.config : { ...plannerConfigFromEnv(), ...opts.planner };
       const splitWith = modelTaskSplitter(plannerOpts);

@@ -84,7 +84,7 @@ export interface Skill<I = any, O = any> {
    * After a crash in the middle of an attempt of a non-idempotent side-effecting step: did the
    * effect for this idempotency key happen? `undefined` = cannot tell (a human decides).
    */
-  reconcile?(c: { runId: string; stepId: string; idempotencyKey: string; input: I; signal: AbortSignal; logger: SkillLogger }): Promise<{ applied: true; output: O } | { applied: false } | undefined>;
+  reconcile?(c: { runId: string; stepId: string; idempotencyKey: string; workspaceId: string; input: I; signal: AbortSignal; logger: SkillLogger }): Promise<{ applied: true; output: O } | { applied: false } | undefined>;
   /** Expected duration, used to prioritise the critical path when concurrency is limited. */
   estimateDurationMs?(args: I): number | undefined;
   execute(args: I, ctx: SkillContext): Promise<O>;

@@ -66,7 +66,7 @@ export interface Reply<T = any> {
   text: string;
 }
 
-export async function call<T = any>(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+export async function call<T = any>(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
   let body: string | undefined;
   if (o.raw !== undefined) body = o.raw;
@@ -74,7 +74,7 @@ export async function call<T = any>(base: string, method: string, path: string, 
     body = JSON.stringify(o.body);
     headers["content-type"] ??= "application/json";
   }
-  const res = await fetch(base + path, { method, headers, body });
+  const res = await fetch(base + path, { method, headers, body, signal: o.signal });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

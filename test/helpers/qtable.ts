@@ -17,6 +17,9 @@ import { freshSchema, serverUrl } from "./backends.js";
 /** Delegates to the real store; `faults.afterWrite` runs after a write committed (e.g. throw: a lost reply). */
 export class FaultyTableStore implements TableStore {
   inner!: TableStore;
+  get limits() {
+    return this.inner.limits;
+  }
   writes = 0;
   faults: { beforeWrite?: () => Promise<void> | void; afterWrite?: (n: number) => void } = {};
   ensureWorkspace: TableStore["ensureWorkspace"] = (...a) => this.inner.ensureWorkspace(...a);
@@ -26,6 +29,7 @@ export class FaultyTableStore implements TableStore {
   listRecords: TableStore["listRecords"] = (...a) => this.inner.listRecords(...a);
   findWrite: TableStore["findWrite"] = (...a) => this.inner.findWrite(...a);
   deleteRecords: TableStore["deleteRecords"] = (...a) => this.inner.deleteRecords(...a);
+  deleteWrite: TableStore["deleteWrite"] = (...a) => this.inner.deleteWrite(...a);
   sendMessage: TableStore["sendMessage"] = (...a) => this.inner.sendMessage(...a);
   findMessage: TableStore["findMessage"] = (...a) => this.inner.findMessage(...a);
   listMessages: TableStore["listMessages"] = (...a) => this.inner.listMessages(...a);
