@@ -126,6 +126,9 @@ export function createApp(opts: AppOptions): ApiApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  // over-limit traffic from one address is refused first: before helmet, metrics, the routers and
+  // the body parser (its body is never read), so a flood of bogus keys costs as little as it can
+  app.use(["/api", "/mcp"], perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200));
   app.use(securityHeaders());
   if (metrics) {
     app.use((req, res, next) => {
@@ -139,10 +142,9 @@ export function createApp(opts: AppOptions): ApiApp {
   }
   if (opts.console !== false) app.use(consoleRouter());
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics, metricsToken: opts.metricsToken, log: opts.log }));
-  // one budget per key across /api and /mcp; unauthenticated floods are limited per address first
+  // one budget per key across /api and /mcp (unauthenticated floods were limited per address first)
   const keyed = [
     noStore,
-    perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200),
     requireKey(opts.auth),
     perKeyRateLimit(limits.requestsPerMinute ?? 600),
     jsonOnly,

@@ -25,6 +25,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PLAN_OVER_BUDGET: 400,
   RESERVED_ID: 400,
   UNSUPPORTED_VALUE: 400,
+  VALUE_TOO_LARGE: 400,
   // step codes describe steps inside a run view; thrown at the API they would be a bug
   INVALID_INPUT: 500,
   INVALID_OUTPUT: 500,

@@ -26,6 +26,8 @@ export const ErrorCode = {
   RESERVED_ID: "RESERVED_ID",
   /** A value the run history cannot store (NUL, lone surrogate, bigint, NaN, too deep, `__proto__` key). */
   UNSUPPORTED_VALUE: "UNSUPPORTED_VALUE",
+  /** A value (resolved arguments, output, preview, context…) over the byte budget `TOOLCHAIN_MAX_VALUE_BYTES`. */
+  VALUE_TOO_LARGE: "VALUE_TOO_LARGE",
   // step execution
   INVALID_INPUT: "INVALID_INPUT",
   INVALID_OUTPUT: "INVALID_OUTPUT",

@@ -16,6 +16,7 @@ import { PgAccessStore } from "../store/pg-access-store.js";
 import { defaultDataDir } from "../store/db.js";
 import { KEY_PERMISSIONS, type ConfiguredKey } from "../store/access-store.js";
 import { MAX_TIMER_MS } from "../plan/schema.js";
+import { maxValueBytes } from "../kernel/value-budget.js";
 import type { SseOptions } from "../api/sse.js";
 
 export type { ConfiguredKey };
@@ -66,6 +67,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     throw new TypeError(`Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`);
   }
   const databaseUrl = env.DATABASE_URL || undefined;
+  maxValueBytes(env); // read where values are made (src/kernel/value-budget.ts); a bad value fails the start, not a run
   return {
     port: num(env.PORT, 8080),
     host: env.HOST ?? "127.0.0.1",
