@@ -96,6 +96,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     mcp: {
       elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
       sessionIdleMs: num(env.TOOLCHAIN_MCP_SESSION_IDLE_MS, 1_800_000),
+      maxSessions: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS", 10_000, 1e7, 1),
+      maxSessionsPerKey: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS_PER_KEY", 100, 1e7, 1),
+      maxSessionsPerWorkspace: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS_PER_WORKSPACE", 1_000, 1e7, 1),
     },
     authCacheMs: bounded(env, "TOOLCHAIN_AUTH_CACHE_MS", 5_000),
     authNegativeCacheMs: bounded(env, "TOOLCHAIN_AUTH_NEGATIVE_CACHE_MS", 5_000),
