@@ -107,7 +107,7 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
     const eventsStatus = async () => {
       const ctl = new AbortController();
       const r = await fetch(`${quick.url}/api/tool-chains/runs/${runId}/events`, { headers: { authorization: `Bearer ${k}`, accept: "text/event-stream" }, signal: ctl.signal });
-      const out = { status: r.status, body: r.status === 429 ? await r.json() : undefined };
+      const out: { status: number; body?: any } = { status: r.status, body: r.status === 429 ? await r.json() : undefined };
       ctl.abort();
       await r.body?.cancel().catch(() => undefined);
       return out;
@@ -125,7 +125,7 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
     await waitFor(async () => (await openStreams()) === 0, { intervalMs: 50 });
     const r = await fetch(`${quick.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
     expect(r.status).toBe(404);
-    expect((await r.json()).error.message).toBe("Session not found");
+    expect(((await r.json()) as any).error.message).toBe("Session not found");
     expect((await eventsStatus()).status).toBe(200);
     await call(quick.url, "POST", `/api/tool-chains/runs/${runId}/cancel`, { key: k, body: {} });
   });
