@@ -29,8 +29,14 @@ import { createToolchainMcpServer } from "../mcp/server.js";
 export interface McpOptions {
   /** How long a confirmation asked through MCP elicitation waits for the user. @default 300000 */
   elicitationTimeoutMs?: number;
-  /** An MCP session without requests for this long is closed. @default 1800000 */
+  /** An MCP session without requests for this long is closed (an open GET stream does not keep it). @default 1800000 */
   sessionIdleMs?: number;
+  /** Open MCP sessions per process (TOOLCHAIN_MCP_MAX_SESSIONS). @default 10000 */
+  maxSessions?: number;
+  /** Per API key (TOOLCHAIN_MCP_MAX_SESSIONS_PER_KEY): its oldest idle session is closed for a new one. @default 100 */
+  maxSessionsPerKey?: number;
+  /** Per workspace (TOOLCHAIN_MCP_MAX_SESSIONS_PER_WORKSPACE). @default 1000 */
+  maxSessionsPerWorkspace?: number;
 }
 
 export interface AppLimits {
@@ -111,7 +117,8 @@ export function createApp(opts: AppOptions): ApiApp {
   const ownsLive = !opts.live;
   const streams = new Set<SseStream>();
   const slots = new StreamSlots(opts.limits?.streamsPerKey ?? 20);
-  const metrics = opts.metrics === false ? undefined : createMetrics(runtime.store, { openStreams: () => streams.size });
+  // MCP GET streams count with the event streams (slots and metrics); `mcp` is set below
+  const metrics = opts.metrics === false ? undefined : createMetrics(runtime.store, { openStreams: () => streams.size + (mcp ? mcp.openStreams() : 0) });
   const limits = opts.limits ?? {};
   const service = new RunService({
     runtime,
@@ -126,6 +133,9 @@ export function createApp(opts: AppOptions): ApiApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+  // over-limit traffic from one address is refused first: before helmet, metrics, the routers and
+  // the body parser (its body is never read), so a flood of bogus keys costs as little as it can
+  app.use(["/api", "/mcp"], perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200));
   app.use(securityHeaders());
   if (metrics) {
     app.use((req, res, next) => {
@@ -139,10 +149,9 @@ export function createApp(opts: AppOptions): ApiApp {
   }
   if (opts.console !== false) app.use(consoleRouter());
   app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics, metricsToken: opts.metricsToken, log: opts.log }));
-  // one budget per key across /api and /mcp; unauthenticated floods are limited per address first
+  // one budget per key across /api and /mcp (unauthenticated floods were limited per address first)
   const keyed = [
     noStore,
-    perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200),
     requireKey(opts.auth),
     perKeyRateLimit(limits.requestsPerMinute ?? 600),
     jsonOnly,
@@ -157,6 +166,10 @@ export function createApp(opts: AppOptions): ApiApp {
     mcpHttp({
       createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
       sessionIdleMs: mcpOpts.sessionIdleMs,
+      maxSessions: mcpOpts.maxSessions,
+      maxSessionsPerKey: mcpOpts.maxSessionsPerKey,
+      maxSessionsPerWorkspace: mcpOpts.maxSessionsPerWorkspace,
+      streamSlots: slots,
     });
   if (mcp) {
     app.use("/mcp", ...keyed);

@@ -67,6 +67,9 @@ export function cachedAuthenticator(store: Pick<AccessStore, "authenticate">, op
  * Requests per minute per client address, before authentication (a flood of bogus keys is cut
  * off here, before it costs a hash and a lookup). 0 disables. Behind a reverse proxy set
  * Express's `trust proxy` so the address is the client's.
+ *
+ * Mounted first (src/api/app.ts): an answer from here has not been through helmet, so it sets the
+ * two headers a JSON error needs itself. The request's body is never read.
  */
 export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
   if (requestsPerMinute <= 0) return (_req, _res, next) => next();
@@ -79,6 +82,10 @@ export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
       const reset = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = reset ? Math.max(1, Math.ceil((reset.getTime() - Date.now()) / 1000)) : 60;
       res.setHeader("Retry-After", String(retryAfter));
+      res.setHeader("X-Content-Type-Options", "nosniff");
+      res.setHeader("Cache-Control", "no-store");
+      // the unread body is not drained: the connection closes after this answer
+      res.setHeader("Connection", "close");
       next(new ToolchainError(ErrorCode.TOO_MANY_REQUESTS, `more than ${requestsPerMinute} requests per minute from this address; retry in ${retryAfter} s`, { details: { retryAfterSeconds: retryAfter, scope: "address" } }));
     },
   });

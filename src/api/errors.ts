@@ -27,6 +27,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   PLAN_OVER_BUDGET: 400,
   RESERVED_ID: 400,
   UNSUPPORTED_VALUE: 400,
+  VALUE_TOO_LARGE: 400,
   // step codes describe steps inside a run view; thrown at the API they would be a bug
   INVALID_INPUT: 500,
   INVALID_OUTPUT: 500,
@@ -57,7 +58,6 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   TOO_MANY_STREAMS: 429,
   NOT_READY: 503,
   INVALID_PATH: 400,
-  VALUE_TOO_LARGE: 400,
   // the workspace's state (its size), not the request, stands in the way: 409 like a name taken
   QUOTA_EXCEEDED: 409,
   // table store: another workspace's table is a missing one

@@ -4,6 +4,7 @@
  */
 import { openRuntime } from "../runtime/open.js";
 import { LocalBackend, LOCAL_WORKSPACE, type Backend } from "./backend.js";
+import { terminalLine } from "./escape.js";
 import { usage } from "./exit.js";
 import type { Io } from "./flow.js";
 import { Progress, progressMode, styleFor, type Out } from "./live.js";
@@ -38,7 +39,8 @@ export function makeCtx(flags: GlobalFlags, stdout: Out = process.stdout): Ctx {
     urlFlag: flags.url !== undefined,
     stdout,
     style: json ? { color: false } : styleFor(stdout),
-    out: (line) => void stdout.write(`${line}\n`),
+    // human output: run data was escaped where it was put into lines; this is the last line of defence
+    out: (line) => void stdout.write(`${terminalLine(line)}\n`),
   };
 }
 

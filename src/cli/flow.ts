@@ -11,6 +11,7 @@ import type { Backend, Execution } from "./backend.js";
 import { exitForStatus, type ExitCode } from "./exit.js";
 import type { Progress } from "./live.js";
 import { RunModel } from "./model.js";
+import { esc } from "./escape.js";
 import { confirmationLines, howToConfirm, summaryLine, type Style } from "./render.js";
 
 export interface Io {
@@ -61,7 +62,7 @@ export async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
     for (;;) {
       let a: string;
       try {
-        a = (await rl.question(`Decide "${p.stepId}": ${c.prompt} › `, { signal: abort.signal })).trim().toLowerCase();
+        a = (await rl.question(`Decide "${esc(p.stepId)}": ${c.prompt} › `, { signal: abort.signal })).trim().toLowerCase();
       } catch (e) {
         if ((e as Error).name !== "AbortError") throw e;
         io.out("");
@@ -70,7 +71,7 @@ export async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
       if (a === "") return undefined;
       const decision = c.map[a];
       if (decision) return { decision };
-      io.out(`"${a}": answer one of ${Object.keys(c.map).join(", ")}, or press Enter`);
+      io.out(`"${esc(a)}": answer one of ${Object.keys(c.map).join(", ")}, or press Enter`);
     }
   } finally {
     rl.close();
@@ -96,7 +97,7 @@ export async function settle(backend: Backend, first: Execution, model: RunModel
       if (!io.json) io.out(howToConfirm(view, io.connection).join("\n"));
       break;
     }
-    if (!io.json) io.out(`${answer.decision === "approve" ? "Approving" : answer.decision === "reject" ? "Rejecting" : `Deciding ${answer.decision} for`} "${p.stepId}"…`);
+    if (!io.json) io.out(`${answer.decision === "approve" ? "Approving" : answer.decision === "reject" ? "Rejecting" : `Deciding ${answer.decision} for`} "${esc(p.stepId)}"…`);
     const next = await backend.confirm(view.runId, { stepId: p.stepId, ...answer, ...(p.round !== undefined ? { round: p.round } : {}) });
     view = await follow(next, model, io);
   }
@@ -109,7 +110,7 @@ export async function settle(backend: Backend, first: Execution, model: RunModel
 export function outputLines(view: RunView, width: number): string[] {
   if (!view.result) return [];
   return Object.entries(view.result.outputs).map(([id, v]) => {
-    const s = `  ${id}: ${JSON.stringify(v)}`;
+    const s = `  ${esc(id)}: ${esc(JSON.stringify(v) ?? "null")}`;
     return s.length > width ? `${s.slice(0, width - 1)}…` : s;
   });
 }

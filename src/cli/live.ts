@@ -7,6 +7,7 @@
  */
 import type { RunEvent } from "../kernel/events.js";
 import type { RunModel } from "./model.js";
+import { esc, terminalLine } from "./escape.js";
 import { clip, formatEvent, headerLine, treeLines, type Style } from "./render.js";
 
 export type ProgressMode = "tree" | "lines" | "quiet";
@@ -34,7 +35,8 @@ export class Progress {
    * `npm start`) once its lease expires; one executed by a server goes on.
    */
   private readonly interrupt = () => {
-    this.out.write(`${SHOW_CURSOR}\ninterrupted: run ${this.model?.runId ?? ""} goes on durably (npx toolchain show ${this.model?.runId ?? "<runId>"})\n`);
+    const id = esc(this.model?.runId ?? "");
+    this.out.write(`${SHOW_CURSOR}\ninterrupted: run ${id} goes on durably (npx toolchain show ${id || "<runId>"})\n`);
     process.exit(130);
   };
 
@@ -53,7 +55,7 @@ export class Progress {
   begin(model: RunModel, where?: string): void {
     this.model = model;
     this.drawn = 0;
-    if (this.mode === "lines") this.out.write(`run ${model.runId}${where ? ` · ${where}` : ""}\n`);
+    if (this.mode === "lines") this.out.write(`run ${esc(model.runId)}${where ? ` · ${esc(where)}` : ""}\n`);
     if (this.mode !== "tree") return;
     this.startedAt = model.createdAt ?? this.clock();
     this.out.write(HIDE_CURSOR);
@@ -67,7 +69,7 @@ export class Progress {
 
   event(e: RunEvent): void {
     this.model?.apply(e);
-    if (this.mode === "lines") this.out.write(`${formatEvent(e)}\n`);
+    if (this.mode === "lines") this.out.write(`${terminalLine(formatEvent(e))}\n`);
     else if (this.mode === "tree") this.schedule();
   }
 
@@ -107,7 +109,8 @@ export class Progress {
     const lines = this.frame();
     // back to the first line of the previous frame, rewrite each line, clear what is left below
     let s = this.drawn ? `\x1b[${this.drawn}F` : "";
-    for (const l of lines) s += `\x1b[2K${l}\n`;
+    // each line is one line of text: the cursor moves here and nowhere else
+    for (const l of lines) s += `\x1b[2K${terminalLine(l).replace(/\n/g, "\\n")}\n`;
     s += "\x1b[J";
     this.out.write(s);
     this.drawn = lines.length;

@@ -10,6 +10,7 @@
 import { Command, CommanderError } from "commander";
 import { registerAdminCommands } from "./admin-commands.js";
 import { makeCtx, type Ctx, type GlobalFlags } from "./context.js";
+import { esc } from "./escape.js";
 import { describeError, Exit } from "./exit.js";
 import { registerRunCommands, type Register } from "./run-commands.js";
 
@@ -73,7 +74,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     const d = describeError(e);
     if (json) process.stdout.write(`${JSON.stringify({ error: { code: d.code, message: d.message } }, null, 2)}\n`);
-    console.error(d.code === "USAGE" ? `usage: ${d.message}` : d.code === "INTERNAL" ? (process.env.TOOLCHAIN_DEBUG ? e : `error: ${d.message}`) : `${d.code}: ${d.message}`);
+    // an error message may quote run data (a server's answer, a step's error): never terminal control
+    console.error(d.code === "USAGE" ? `usage: ${esc(d.message)}` : d.code === "INTERNAL" ? (process.env.TOOLCHAIN_DEBUG ? e : `error: ${esc(d.message)}`) : `${esc(String(d.code))}: ${esc(d.message)}`);
     return d.exit;
   }
 }

@@ -1,13 +1,15 @@
 /**
  * Text for people: event lines, the step tree, confirmation blocks, the run list and `show`.
  * Every function returns lines and takes the clock and the width as arguments, so output is
- * the same locally and remotely and can be checked in tests.
+ * the same locally and remotely and can be checked in tests. Run data in them goes through `esc`
+ * (src/cli/escape.ts): a goal, a record title or an error message is never terminal control.
  */
 import type { RunEvent } from "../kernel/events.js";
 import type { StepStatus } from "../kernel/status.js";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { RunView } from "../runtime/view.js";
 import type { RunSummary } from "../store/run-store.js";
+import { esc } from "./escape.js";
 import { formatMs, layoutTree, type RunModel, type StepState } from "./model.js";
 
 export interface Style {
@@ -72,7 +74,7 @@ export function formatEvent(e: RunEvent): string {
     : e.type === "planning_completed" ? `${typeof d.steps === "number" ? d.steps : ((d.plan as { steps?: unknown[] } | undefined)?.steps?.length ?? "the given")} steps${(d.planner as { kind?: string } | undefined)?.kind ? ` by the ${(d.planner as { kind: string }).kind} planner` : ""}`
     : e.type === "planning_failed" ? `${err?.code ?? ""} ${err?.message ?? ""}`.trim()
     : "";
-  return `#${String(e.seq).padStart(3)} ${e.at.slice(11, 23)} ${e.type.padEnd(26)} ${(e.stepId ?? "").padEnd(e.stepId ? 10 : 0)}${extra ? ` ${extra}` : ""}`.trimEnd();
+  return esc(`#${String(e.seq).padStart(3)} ${e.at.slice(11, 23)} ${e.type.padEnd(26)} ${(e.stepId ?? "").padEnd(e.stepId ? 10 : 0)}${extra ? ` ${extra}` : ""}`.trimEnd());
 }
 
 function stepDuration(s: StepState, now: number): string {
@@ -83,18 +85,18 @@ function stepDuration(s: StepState, now: number): string {
 /** The run's steps as a tree: icon, id, status, attempt, duration, and what it waits for or why it failed. */
 export function treeLines(m: RunModel, o: Style & { now: number; width: number }): string[] {
   const rows = layoutTree(m.list());
-  const head = rows.map((r) => `${r.prefix}${ICON[m.steps.get(r.stepId)!.status][0]} ${r.stepId}`);
+  const head = rows.map((r) => `${r.prefix}${ICON[m.steps.get(r.stepId)!.status][0]} ${esc(r.stepId)}`);
   const w = Math.max(0, ...head.map((h) => h.length));
-  const skillW = Math.max(0, ...rows.map((r) => m.steps.get(r.stepId)!.skillName.length));
+  const skillW = Math.max(0, ...rows.map((r) => esc(m.steps.get(r.stepId)!.skillName).length));
   return rows.map((r) => {
     const s = m.steps.get(r.stepId)!;
     const [icon, c] = ICON[s.status];
-    const name = `${r.prefix}${paint(o, c, icon)} ${paint(o, "bold", r.stepId)}`;
+    const name = `${r.prefix}${paint(o, c, icon)} ${paint(o, "bold", esc(r.stepId))}`;
     const status = paint(o, c, s.status.replace(/_/g, " "));
-    const detail = [s.error && (s.status === "failed" || s.status === "rollback_failed") ? `${s.error.code}: ${s.error.message}` : "", s.note ?? "", s.decision ?? "", r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : ""].filter(Boolean).join(" · ");
+    const detail = [s.error && (s.status === "failed" || s.status === "rollback_failed") ? `${s.error.code}: ${s.error.message}` : "", s.note ?? "", s.decision ?? "", r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : ""].filter(Boolean).map(esc).join(" · ");
     const line = [
       pad(name, w),
-      paint(o, "dim", s.skillName.padEnd(skillW)),
+      paint(o, "dim", esc(s.skillName).padEnd(skillW)),
       pad(status, 20),
       (s.attempt > 0 ? `attempt ${s.attempt}` : "").padEnd(10),
       stepDuration(s, o.now).padStart(8),
@@ -109,7 +111,7 @@ export function headerLine(m: RunModel, o: Style & { now: number; width: number;
   const c = m.status === "completed" ? "green" : m.status === "waiting_confirmation" ? "magenta" : ["failed", "rollback_failed"].includes(m.status) ? "red" : "cyan";
   const done = m.list().filter((s) => s.status === "completed").length;
   return clip(
-    [`run ${m.runId}`, paint(o, c, m.status.replace(/_/g, " ")), `${done}/${m.steps.size} steps done`, formatMs(o.now - o.startedAt), m.goal ? paint(o, "dim", `"${m.goal}"`) : ""].filter(Boolean).join(" · "),
+    [`run ${esc(m.runId)}`, paint(o, c, m.status.replace(/_/g, " ")), `${done}/${m.steps.size} steps done`, formatMs(o.now - o.startedAt), m.goal ? paint(o, "dim", `"${esc(m.goal)}"`) : ""].filter(Boolean).join(" · "),
     o.width,
   );
 }
@@ -117,13 +119,13 @@ export function headerLine(m: RunModel, o: Style & { now: number; width: number;
 /** The records preview of qtable.task.records.create as a table; any other preview as JSON. */
 export function previewText(preview: unknown): string {
   const p = preview as { table?: { name: string; id: string }; count?: number; records?: Record<string, unknown>[] } | null;
-  if (!p?.records) return JSON.stringify(preview, null, 2);
+  if (!p?.records) return (JSON.stringify(preview, null, 2) ?? "null").split("\n").map(esc).join("\n");
   const cols = ["title", "estimateDays", "start", "end", "dependsOn"].filter((c) => p.records!.some((r) => r[c] !== undefined));
-  const cell = (v: unknown) => (v === undefined || v === null ? "" : String(v));
+  const cell = (v: unknown) => (v === undefined || v === null ? "" : esc(typeof v === "string" ? v : (JSON.stringify(v) ?? String(v))));
   const width = cols.map((c) => Math.min(60, Math.max(c.length, ...p.records!.map((r) => cell(r[c]).length))));
   const line = (vals: string[]) => vals.map((v, i) => (v.length > width[i]! ? `${v.slice(0, width[i]! - 1)}…` : v.padEnd(width[i]!))).join("  ");
   return [
-    `${p.count} records to create in table "${p.table?.name}" (${p.table?.id}):`,
+    `${esc(String(p.count))} records to create in table "${esc(String(p.table?.name))}" (${esc(String(p.table?.id))}):`,
     "",
     `  ${line(cols)}`,
     `  ${line(width.map((w) => "-".repeat(w)))}`,
@@ -133,7 +135,7 @@ export function previewText(preview: unknown): string {
 
 /** JSON, cut to `max` lines (a resolved argument may be a whole table). */
 function jsonBlock(v: unknown, max = 40): string[] {
-  const lines = JSON.stringify(v, null, 2)?.split("\n") ?? ["undefined"];
+  const lines = JSON.stringify(v, null, 2)?.split("\n").map(esc) ?? ["undefined"];
   return lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more lines (toolchain show <runId> --json)`] : lines;
 }
 
@@ -142,7 +144,7 @@ const KIND_TEXT = { confirmation: "waits for confirmation", in_doubt: "is in dou
 /** What a person needs to decide: the step, its skill, the preview, the resolved arguments. */
 export function confirmationLines(p: PendingConfirmation, st: Style): string[] {
   const kind = p.kind ?? "confirmation";
-  const out = [paint(st, "bold", `Step "${p.stepId}" (${p.skillName}) ${KIND_TEXT[kind]}.`)];
+  const out = [paint(st, "bold", `Step "${esc(p.stepId)}" (${esc(p.skillName)}) ${KIND_TEXT[kind] ?? esc(String(kind))}.`)];
   if (p.preview !== null && p.preview !== undefined) out.push("", paint(st, "bold", "Preview:"), ...previewText(p.preview).split("\n").map((l) => `  ${l}`));
   // with a preview the arguments are the detail: keep them short
   const hasPreview = p.preview !== null && p.preview !== undefined;
@@ -154,9 +156,9 @@ export function confirmationLines(p: PendingConfirmation, st: Style): string[] {
 export function howToConfirm(view: RunView, connection: string): string[] {
   const flags = connection ? ` ${connection}` : "";
   return [
-    `Run ${view.runId} waits for confirmation of ${view.pendingConfirmations.map((p) => `"${p.stepId}"`).join(", ")}; nothing was decided. Later:`,
-    ...view.pendingConfirmations.map((p) => `  npx toolchain approve ${view.runId} ${p.stepId}${flags}    # or: reject${p.kind === "in_doubt" ? ", or confirm … mark_done" : ""}`),
-    `  npx toolchain show ${view.runId}${flags}`,
+    `Run ${esc(view.runId)} waits for confirmation of ${view.pendingConfirmations.map((p) => `"${esc(p.stepId)}"`).join(", ")}; nothing was decided. Later:`,
+    ...view.pendingConfirmations.map((p) => `  npx toolchain approve ${esc(view.runId)} ${esc(p.stepId)}${flags}    # or: reject${p.kind === "in_doubt" ? ", or confirm … mark_done" : ""}`),
+    `  npx toolchain show ${esc(view.runId)}${flags}`,
   ];
 }
 
@@ -166,14 +168,14 @@ export function summaryLine(view: RunView, st: Style, elapsedMs?: number): strin
   for (const s of view.steps) counts.set(s.status, (counts.get(s.status) ?? 0) + 1);
   const c = view.status === "completed" ? "green" : view.status === "waiting_confirmation" ? "magenta" : "red";
   const parts = [...counts].map(([k, n]) => `${n} ${k.replace(/_/g, " ")}`).join(", ");
-  return `${paint(st, c, `run ${view.runId} ${view.status.replace(/_/g, " ")}`)}${elapsedMs !== undefined ? ` in ${formatMs(elapsedMs)}` : ""} · ${parts || "no steps"}${view.error ? ` · ${view.error.code}: ${view.error.message}` : ""}`;
+  return `${paint(st, c, `run ${esc(view.runId)} ${view.status.replace(/_/g, " ")}`)}${elapsedMs !== undefined ? ` in ${formatMs(elapsedMs)}` : ""} · ${parts || "no steps"}${view.error ? ` · ${esc(`${view.error.code}: ${view.error.message}`)}` : ""}`;
 }
 
 const localTime = (iso: string | null) => (iso ? iso.replace("T", " ").slice(0, 19) : "");
 
 export function runsTable(runs: RunSummary[], st: Style): string[] {
   if (!runs.length) return ["no runs"];
-  const rows = runs.map((r) => [r.runId, r.status.replace(/_/g, " "), String(r.stepCount), localTime(r.createdAt), r.finishedAt ? formatMs(Date.parse(r.finishedAt) - Date.parse(r.createdAt)) : "", r.goal ?? r.planId ?? ""]);
+  const rows = runs.map((r) => [r.runId, r.status.replace(/_/g, " "), String(r.stepCount), localTime(r.createdAt), r.finishedAt ? formatMs(Date.parse(r.finishedAt) - Date.parse(r.createdAt)) : "", r.goal ?? r.planId ?? ""].map(esc));
   const head = ["RUN", "STATUS", "STEPS", "CREATED (UTC)", "TOOK", "GOAL"];
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(w[i]!))).join("  ").trimEnd();
@@ -208,7 +210,7 @@ export function timelineLines(view: RunView, events: RunEvent[], o: { width: num
     } else if (["step_completed", "step_failed", "step_retrying", "step_cancelled", "step_confirmed"].includes(e.type)) close(e.stepId, at);
   }
   for (const id of [...open.keys()]) close(id, t1);
-  const idW = Math.max(4, ...view.steps.map((s) => s.stepId.length));
+  const idW = Math.max(4, ...view.steps.map((s) => esc(s.stepId).length));
   const barW = Math.max(10, Math.min(60, o.width - idW - 24));
   const col = (t: number) => Math.min(barW - 1, Math.floor(((t - t0) / (t1 - t0)) * barW));
   const out = [`${"".padEnd(idW)}  0${formatMs(t1 - t0).padStart(barW - 1)}   █ running  ░ waiting for confirmation`];
@@ -218,7 +220,7 @@ export function timelineLines(view: RunView, events: RunEvent[], o: { width: num
     for (const sp of mine) for (let c = col(sp.from); c <= col(Math.max(sp.from, sp.to - 1)); c++) bar[c] = sp.kind === "run" ? "█" : bar[c] === "█" ? "█" : "░";
     const ran = mine.filter((x) => x.kind === "run");
     const label = ran.length ? `${formatMs(ran[0]!.from - t0)} → ${formatMs(ran[ran.length - 1]!.to - t0)}` : s.status.replace(/_/g, " ");
-    out.push(`${s.stepId.padEnd(idW)}  ${bar.join("")}  ${label}`);
+    out.push(`${esc(s.stepId).padEnd(idW)}  ${bar.join("")}  ${label}`);
   }
   return out;
 }
@@ -229,9 +231,9 @@ export function showLines(view: RunView, events: RunEvent[], m: RunModel, o: Sty
   const last = events.length ? Date.parse(events[events.length - 1]!.at) : o.now;
   const lines = [
     headerLine(m, { ...o, now: last, startedAt: created > 0 ? created : (events[0] ? Date.parse(events[0].at) : last) }),
-    paint(o, "dim", `created ${localTime(view.createdAt)} UTC · updated ${localTime(view.updatedAt)} UTC${view.planning ? ` · planned by the ${view.planning.kind} planner${view.planning.model ? ` (${view.planning.model})` : ""}` : ""}`),
+    paint(o, "dim", `created ${localTime(view.createdAt)} UTC · updated ${localTime(view.updatedAt)} UTC${view.planning ? ` · planned by the ${esc(view.planning.kind)} planner${view.planning.model ? ` (${esc(view.planning.model)})` : ""}` : ""}`),
   ];
-  if (view.error) lines.push(paint(o, "red", `error ${view.error.code}: ${view.error.message}`));
+  if (view.error) lines.push(paint(o, "red", esc(`error ${view.error.code}: ${view.error.message}`)));
   lines.push("", paint(o, "bold", "Steps"), ...treeLines(m, { ...o, now: last }).map((l) => `  ${l}`));
   for (const p of view.pendingConfirmations) lines.push("", ...confirmationLines(p, o));
   lines.push("", paint(o, "bold", "Timeline"), ...timelineLines(view, events, o).map((l) => `  ${l}`));

@@ -11,6 +11,7 @@ import type { RunView } from "../runtime/view.js";
 import type { Backend, Execution } from "./backend.js";
 import { connectionHint, ioFor, printJson, withBackend, type Ctx } from "./context.js";
 import { Exit, jsonArg, jsonObjectArg, usage, type ExitCode } from "./exit.js";
+import { esc } from "./escape.js";
 import { follow, outputLines, settle } from "./flow.js";
 import { RunModel } from "./model.js";
 import { runsTable, showLines } from "./render.js";
@@ -73,7 +74,7 @@ async function decide(ctx: Ctx, runId: string, input: ConfirmInput, o: Record<st
     const model = RunModel.fromView(await b.getRun(runId));
     const exec = await b.confirm(runId, input);
     const io = ioFor(ctx, o.input === false);
-    if (!ctx.json) io.out(`${input.decision} "${input.stepId}" of run ${runId}`);
+    if (!ctx.json) io.out(esc(`${input.decision} "${input.stepId}" of run ${runId}`));
     const { view, exit } = await settle(b, exec, model, io, { yes: Boolean(o.yes) });
     return finish(ctx, view, exit);
   });
@@ -86,7 +87,7 @@ async function cancelCommand(ctx: Ctx, runId: string, o: Record<string, unknown>
     const exec: Execution = await b.cancel(runId, o.reason as string | undefined);
     const view = await follow(exec, model, io, b.where);
     if (ctx.json) printJson(ctx, view);
-    else ctx.out(`run ${view.runId} ${view.status.replace(/_/g, " ")}${view.error ? ` · ${view.error.code}: ${view.error.message}` : ""}`);
+    else ctx.out(esc(`run ${view.runId} ${view.status.replace(/_/g, " ")}${view.error ? ` · ${view.error.code}: ${view.error.message}` : ""}`));
     // the cancel was carried out (a run that had already ended stays as it was)
     return Exit.ok;
   });

@@ -28,6 +28,8 @@ export const ErrorCode = {
   RESERVED_ID: "RESERVED_ID",
   /** A value the run history cannot store (NUL, lone surrogate, bigint, NaN, too deep, `__proto__` key). */
   UNSUPPORTED_VALUE: "UNSUPPORTED_VALUE",
+  /** A value (resolved arguments, output, preview, context…) over the byte budget `TOOLCHAIN_MAX_VALUE_BYTES`. */
+  VALUE_TOO_LARGE: "VALUE_TOO_LARGE",
   // step execution
   INVALID_INPUT: "INVALID_INPUT",
   INVALID_OUTPUT: "INVALID_OUTPUT",
@@ -63,8 +65,6 @@ export const ErrorCode = {
   NOT_READY: "NOT_READY",
   /** A path parameter that is not a valid percent-encoding (or holds characters no id can have). */
   INVALID_PATH: "INVALID_PATH",
-  /** A value over a configured byte or count bound; the message names the field and the limit. */
-  VALUE_TOO_LARGE: "VALUE_TOO_LARGE",
   /** A workspace quota is reached (tables, records); details name the quota and its limit. */
   QUOTA_EXCEEDED: "QUOTA_EXCEEDED",
   // table store (skills/qtable)

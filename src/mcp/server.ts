@@ -123,9 +123,10 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
     if (!canElicit(server)) return view;
     const asked = new Set<string>();
     while (view.status === "waiting_confirmation" && !extra.signal.aborted) {
-      const step = toRunResult(view).pending.find((s: PendingStep) => s.kind === "confirmation" && !asked.has(`${s.stepId}`));
+      // each wait is asked once: a later wait of the same step (another round) is a new question
+      const step = toRunResult(view).pending.find((s: PendingStep) => s.kind === "confirmation" && !asked.has(`${s.stepId}@${s.round ?? 0}`));
       if (!step) break;
-      asked.add(step.stepId);
+      asked.add(`${step.stepId}@${step.round ?? 0}`);
       let answer;
       try {
         const result = await extra.sendRequest({ method: "elicitation/create", params: confirmationQuestion(view.runId, view.plan.goal, step) }, ElicitResultSchema, {
@@ -138,10 +139,18 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
         break;
       }
       try {
+        if (answer.kind === "cancel_run") {
+          // "cancel" dismisses this question: a late one must not cancel a run that has moved on
+          const now = await service.view(p, view.runId);
+          if (!now.pendingConfirmations.some((x) => x.stepId === step.stepId && (x.round ?? 0) === (step.round ?? 0))) {
+            throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${step.stepId}" no longer waits in round ${step.round ?? 0}`);
+          }
+        }
         const outcome =
           answer.kind === "cancel_run"
             ? await service.cancel(p, view.runId, { reason: answer.comment ?? "cancelled by the user when asked to confirm a step" })
-            : await service.confirm(p, view.runId, { stepId: step.stepId, decision: answer.decision, ...(answer.comment ? { comment: answer.comment } : {}) });
+            : // the answer is for the wait it was asked about: if the step now waits in another round, it is refused
+              await service.confirm(p, view.runId, { stepId: step.stepId, decision: answer.decision, round: step.round ?? 0, ...(answer.comment ? { comment: answer.comment } : {}) });
         view = outcome.view;
         if (outcome.kind === "accepted") break; // still running after the server's wait limit
       } catch (e) {

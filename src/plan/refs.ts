@@ -4,6 +4,7 @@
  * through untouched (so a literal object may contain a "$ref" key). Pure functions only.
  */
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
+import { jsonBytes, maxValueBytes, valueTooLarge } from "../kernel/value-budget.js";
 
 /** `self` (the step's own `input` and `output`) is only meaningful in rollback arguments. */
 export type RefRoot = "context" | "steps" | "memory" | "self";
@@ -107,21 +108,105 @@ export function resolveRef(ref: ParsedRef, scope: RefScope): unknown {
   return r.value;
 }
 
-/** A deep copy of `value` with every reference replaced by its value and every $literal unwrapped. */
-export function resolveArguments<T>(value: T, scope: RefScope, at = "arguments"): T {
+export interface ResolveBudget {
+  /** Most JSON bytes the resolved value may have. @default maxValueBytes() (TOOLCHAIN_MAX_VALUE_BYTES, 4 MiB) */
+  maxBytes?: number;
+  /** Named in the VALUE_TOO_LARGE message. */
+  stepId?: string;
+}
+
+/**
+ * A deep copy of `value` with every reference replaced by its value and every $literal unwrapped.
+ * The copy's size is counted as it is made: each referenced value is measured (once, however
+ * often it is named) before it is copied, and the first reference that would take the copy over
+ * the budget stops the work with VALUE_TOO_LARGE naming where it sits. So 1,000 references to one
+ * 100 KB output cost about the budget's worth of work, not 100 MB.
+ */
+export function resolveArguments<T>(value: T, scope: RefScope, at = "arguments", budget: ResolveBudget = {}): T {
+  const limit = budget.maxBytes ?? maxValueBytes();
+  let used = 0;
+  const measured = new Map<object, number>();
+  const charge = (bytes: number, where: string) => {
+    used += bytes;
+    if (used > limit) throw valueTooLarge(where, limit, { stepId: budget.stepId, what: "the resolved arguments are" });
+  };
+  const sizeOf = (v: unknown): number => {
+    if (v === null || typeof v !== "object") return jsonBytes(v, limit - used);
+    const known = measured.get(v);
+    if (known !== undefined) return known;
+    const n = jsonBytes(v, limit - used);
+    if (n <= limit - used) measured.set(v, n); // a cut-off count is not the size: never remembered
+    return n;
+  };
   const walk = (v: unknown, where: string): unknown => {
-    if (isRef(v)) return structuredClone(resolveRef(parseRef(v.$ref, where), scope));
-    if (isLiteral(v)) return structuredClone(v.$literal);
-    if (Array.isArray(v)) return v.map((x, i) => walk(x, `${where}.${i}`));
+    if (isRef(v)) {
+      const resolved = resolveRef(parseRef(v.$ref, where), scope);
+      charge(sizeOf(resolved), where);
+      return structuredClone(resolved);
+    }
+    if (isLiteral(v)) {
+      charge(sizeOf(v.$literal), where);
+      return structuredClone(v.$literal);
+    }
+    if (Array.isArray(v)) {
+      charge(2 + Math.max(0, v.length - 1), where);
+      return v.map((x, i) => walk(x, `${where}.${i}`));
+    }
     if (v && typeof v === "object") {
       const o: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) {
+      const entries = Object.entries(v);
+      charge(2 + Math.max(0, entries.length - 1), where);
+      for (const [k, x] of entries) {
         if (FORBIDDEN.has(k)) throw refError(`${where}: key "${k}" is not allowed in arguments`);
+        charge(Buffer.byteLength(k) + 3, `${where}.${k}`);
         o[k] = walk(x, `${where}.${k}`);
       }
       return o;
     }
+    charge(jsonBytes(v, limit - used), where);
     return v;
   };
   return walk(value, at) as T;
+}
+
+/**
+ * A lower bound of the resolved size of `value`, known before anything runs: its literal parts
+ * and the context and memory values its references name (when given), each counted as often as it
+ * is named; a step's output counts nothing (unknown yet). Stops at `limit + 1`. Validation refuses
+ * a step whose bound is over the budget: it could only fail at run time.
+ */
+export function staticArgumentBytes(value: unknown, known: { context?: unknown; memory?: Record<string, unknown> }, limit: number): number {
+  let used = 0;
+  const measured = new Map<object, number>();
+  const stack: unknown[] = [value];
+  while (stack.length && used <= limit) {
+    const v = stack.pop();
+    if (isRef(v)) {
+      if (typeof v.$ref !== "string") continue;
+      const [root, ...path] = v.$ref.split(".");
+      const base = root === "context" ? known.context : root === "memory" ? known.memory : undefined;
+      if (base === undefined) continue;
+      const r = readPath(base, path);
+      if (!r.found) continue;
+      const x = r.value;
+      let n = x !== null && typeof x === "object" ? measured.get(x) : undefined;
+      if (n === undefined) {
+        n = jsonBytes(x, limit - used);
+        if (x !== null && typeof x === "object" && n <= limit - used) measured.set(x, n);
+      }
+      used += n;
+    } else if (isLiteral(v)) used += jsonBytes(v.$literal, limit - used);
+    else if (Array.isArray(v)) {
+      used += 2 + Math.max(0, v.length - 1);
+      for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+    } else if (v && typeof v === "object") {
+      const keys = Object.keys(v);
+      used += 2 + Math.max(0, keys.length - 1);
+      for (const k of keys) {
+        used += Buffer.byteLength(k) + 3;
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+    } else used += jsonBytes(v, limit - used);
+  }
+  return used > limit ? limit + 1 : used;
 }

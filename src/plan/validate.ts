@@ -10,7 +10,8 @@ import { compensable } from "../kernel/confirmation.js";
 import type { SkillRegistry } from "../skills/registry.js";
 import { checkPath, outputJsonSchema } from "./output-paths.js";
 import { ancestorSets } from "./reachability.js";
-import { collectRefs, readPath, resolveArguments, type ParsedRef } from "./refs.js";
+import { maxValueBytes, valueTooLarge } from "../kernel/value-budget.js";
+import { collectRefs, readPath, resolveArguments, staticArgumentBytes, type ParsedRef } from "./refs.js";
 import { compileRetry, type CompiledRetry } from "./retry-policy.js";
 import { MAX_STEPS, ToolChainPlanSchema, ToolChainStepSchema, type FailurePolicy, type ToolChainPlan, type ToolChainStep } from "./schema.js";
 
@@ -63,6 +64,8 @@ export interface ValidateOptions {
   context?: unknown;
   memory?: Record<string, unknown>;
   maxSteps?: number;
+  /** The value budget for a step's resolved arguments. @default maxValueBytes() (TOOLCHAIN_MAX_VALUE_BYTES) */
+  maxValueBytes?: number;
 }
 
 /**
@@ -201,6 +204,9 @@ function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, C
 
   // references and arguments
   const refsByStep = new Map<string, ParsedRef[]>();
+  const budget = opts.maxValueBytes ?? maxValueBytes();
+  // memory keys a step writes are only known at run time: they count nothing in the static bound
+  const initialMemory = opts.memory && Object.fromEntries(Object.entries(opts.memory).filter(([k]) => !memoryKeys.has(k)));
   for (const s of plan.steps) {
     yield;
     let refs: ParsedRef[];
@@ -232,15 +238,27 @@ function* compileSteps(input: unknown, opts: ValidateOptions): Generator<void, C
       const field = producer && outputProblem(producer, r.path.slice(1), registry);
       if (field) issues.push({ code: ErrorCode.UNKNOWN_OUTPUT_FIELD, message: `step "${s.stepId}": ${r.at}: $ref "${r.raw}" ${field}`, stepId: s.stepId, path: r.at });
     }
+    // statically over the value budget (literals, and context/memory named many times): it could only fail at run time
+    const sized: [string, unknown][] = [["arguments", s.arguments]];
+    if (s.rollback?.kind === "skill") sized.push(["rollback.arguments", s.rollback.arguments ?? {}]);
+    if (s.fallback && "skillName" in s.fallback) sized.push(["fallback.arguments", s.fallback.arguments ?? {}]);
+    if (s.fallback && "value" in s.fallback) sized.push(["fallback.value", { $literal: s.fallback.value }]);
+    for (const [field, v] of sized) {
+      if (staticArgumentBytes(v, { context: opts.context, memory: initialMemory }, budget) > budget) {
+        const e = valueTooLarge(field, budget, { stepId: s.stepId, what: field === "fallback.value" ? "the value is" : "the resolved arguments are" });
+        issues.push({ code: e.code, message: e.message, stepId: s.stepId, path: field });
+      }
+    }
     const skill = registry.get(s.skillName)!;
     // validate arguments now when nothing in them depends on other steps
     const resolvable = argRefs.every((r) => r.root === "context" ? opts.context !== undefined : r.root === "memory" ? !memoryKeys.has(r.path[0]!) && opts.memory !== undefined : false);
     if (resolvable && !issues.some((i) => i.stepId === s.stepId)) {
       let args: unknown;
       try {
-        args = resolveArguments(s.arguments, { context: opts.context, memory: opts.memory ?? {}, steps: {} });
+        args = resolveArguments(s.arguments, { context: opts.context, memory: opts.memory ?? {}, steps: {} }, "arguments", { maxBytes: budget, stepId: s.stepId });
       } catch (e) {
-        issues.push({ code: ErrorCode.INVALID_REFERENCE, message: `step "${s.stepId}": ${(e as Error).message}`, stepId: s.stepId });
+        const code = (e as ToolchainError).code === ErrorCode.VALUE_TOO_LARGE ? ErrorCode.VALUE_TOO_LARGE : ErrorCode.INVALID_REFERENCE;
+        issues.push({ code, message: code === ErrorCode.VALUE_TOO_LARGE ? (e as Error).message : `step "${s.stepId}": ${(e as Error).message}`, stepId: s.stepId });
         continue;
       }
       const r = skill.input.safeParse(args);

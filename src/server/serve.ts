@@ -16,6 +16,7 @@ import { PgAccessStore } from "../store/pg-access-store.js";
 import { defaultDataDir } from "../store/db.js";
 import { KEY_PERMISSIONS, type ConfiguredKey } from "../store/access-store.js";
 import { MAX_TIMER_MS } from "../plan/schema.js";
+import { maxValueBytes } from "../kernel/value-budget.js";
 import type { SseOptions } from "../api/sse.js";
 
 export type { ConfiguredKey };
@@ -66,6 +67,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     throw new TypeError(`Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`);
   }
   const databaseUrl = env.DATABASE_URL || undefined;
+  maxValueBytes(env); // read where values are made (src/kernel/value-budget.ts); a bad value fails the start, not a run
   return {
     port: num(env.PORT, 8080),
     host: env.HOST ?? "127.0.0.1",
@@ -94,6 +96,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
     mcp: {
       elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
       sessionIdleMs: num(env.TOOLCHAIN_MCP_SESSION_IDLE_MS, 1_800_000),
+      maxSessions: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS", 10_000, 1e7, 1),
+      maxSessionsPerKey: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS_PER_KEY", 100, 1e7, 1),
+      maxSessionsPerWorkspace: bounded(env, "TOOLCHAIN_MCP_MAX_SESSIONS_PER_WORKSPACE", 1_000, 1e7, 1),
     },
     authCacheMs: bounded(env, "TOOLCHAIN_AUTH_CACHE_MS", 5_000),
     authNegativeCacheMs: bounded(env, "TOOLCHAIN_AUTH_NEGATIVE_CACHE_MS", 5_000),

@@ -57,6 +57,12 @@ export const ConfirmToolChainStepInputSchema = z
     arguments: z.record(z.string(), z.unknown()).optional().describe("approve only: corrected arguments for the step (validated against the skill's input schema again)."),
     output: z.unknown().optional().describe("mark_done only: the output to record for the step."),
     comment: z.string().max(4_000).optional().describe("Why, for the audit trail."),
+    round: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("The wait answered (from `pending[].round`). Send it: a decision for a round the step no longer waits in is refused (CONFIRMATION_NOT_PENDING), never applied to a later wait."),
   })
   .strict();
 export type ConfirmToolChainStepInput = z.infer<typeof ConfirmToolChainStepInputSchema>;
@@ -79,6 +85,7 @@ export const PendingStepSchema = z.looseObject({
   arguments: z.unknown().describe("The step's resolved arguments (what will be executed on approve)."),
   preview: z.unknown().describe("What the step would do, computed without side effects."),
   kind: z.enum(["confirmation", "in_doubt", "compensation"]).optional(),
+  round: z.number().int().optional().describe("Which wait of the step this is: pass it back with the decision."),
 });
 export type PendingStep = z.infer<typeof PendingStepSchema>;
 

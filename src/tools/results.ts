@@ -21,6 +21,7 @@ export function toRunResult(view: ViewLike): ToolChainRunResult {
     arguments: p.arguments ?? null,
     preview: p.preview ?? null,
     kind: p.kind ?? (p.inDoubt ? "in_doubt" : "confirmation"),
+    round: p.round ?? 0,
   }));
   return {
     runId: view.runId,
