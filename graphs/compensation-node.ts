@@ -184,7 +184,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
             if (how.kind === "compensate") await abandonOnAbort(() => how.skill.compensate!(cc), signal, timeout, timeoutMs);
             else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(e.output, e.input), cc), signal, timeout, timeoutMs);
             else {
-              const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: e.input, output: e.output } }, "rollback.arguments");
+              const args = resolveArguments(how.arguments, { context: state.context, memory: state.memory, steps: outputs, self: { input: e.input, output: e.output } }, "rollback.arguments", { stepId: c.id });
               // a rollback skill executes through the one attempt path, like any other skill
               const a = await executeSkill(env, emit, {
                 skill: how.skill,

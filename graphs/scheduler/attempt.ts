@@ -75,7 +75,7 @@ export function argsFor(run: SchedulerRun, c: CompiledStep, u: UnitSpec) {
   if (!r) {
     try {
       const base = u.approved ?? u.template;
-      r = { args: resolveArguments(base, { context: run.state.context, memory: run.memory, steps: run.outputs }, u.unit === "fallback" ? "fallback.arguments" : undefined) };
+      r = { args: resolveArguments(base, { context: run.state.context, memory: run.memory, steps: run.outputs }, u.field, { stepId: c.id }) };
     } catch (e) {
       r = { error: { ...toStepError(e), effectStarted: false } };
     }

@@ -19,7 +19,7 @@ export function skillAsks(skill: RuleSkill, args: unknown): boolean {
   return parsed.success ? Boolean(rc(parsed.data)) : true;
 }
 
-/** External and irreversible: once done, nobody can take it back. Such a skill always asks. */
+/** External and irreversible, with a confirmation rule: no plan can remove that rule (it always holds). */
 export function alwaysAsks(skill: RuleSkill): boolean {
   return Boolean(skill.requiresConfirmation) && skill.sideEffects === "external" && !skill.compensate && !skill.createdRecords;
 }
@@ -32,7 +32,7 @@ export function alwaysAsks(skill: RuleSkill): boolean {
 export function confirmationRequired(skill: RuleSkill, args: unknown, planned: boolean | undefined, approved: boolean): boolean {
   if (approved) return false;
   if (planned === true) return true;
-  if (planned === false) return alwaysAsks(skill);
+  if (planned === false && !alwaysAsks(skill)) return false;
   return skillAsks(skill, args);
 }
 
@@ -43,7 +43,7 @@ export function confirmationRequired(skill: RuleSkill, args: unknown, planned: b
  */
 export function plannedConfirmation(skill: RuleSkill, planned: boolean | undefined, staticArgs: unknown | undefined): "yes" | "maybe" | "no" {
   if (planned === true) return "yes";
-  if (planned === false) return alwaysAsks(skill) ? "yes" : "no";
+  if (planned === false && !alwaysAsks(skill)) return "no";
   if (typeof skill.requiresConfirmation !== "function") return skill.requiresConfirmation ? "yes" : "no";
   if (staticArgs === undefined) return "maybe";
   return skillAsks(skill, staticArgs) ? "yes" : "no";
@@ -52,7 +52,7 @@ export function plannedConfirmation(skill: RuleSkill, planned: boolean | undefin
 /** Who may write `requireConfirmation: false` on a skill that asks: a person with the permission, never for `alwaysAsks`. */
 export function mayRelax(skill: RuleSkill, author: { kind: "person" | "model" | "agent"; mayRelaxConfirmation?: boolean }): boolean {
   if (!skill.requiresConfirmation) return true; // nothing to relax
-  if (author.kind !== "person" || author.mayRelaxConfirmation === false) return false;
+  if (author.kind !== "person" || author.mayRelaxConfirmation !== true) return false;
   return !alwaysAsks(skill);
 }
 
