@@ -141,8 +141,9 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     let done = await settle(rig.runtime.run(plan, { workspaceId: intruder }));
     if (done.view.status === "waiting_confirmation") done = await settle(await rig.runtime.confirm(done.view.runId, { stepId: "create", decision: "approve" }));
     expect(stepOf(done.view, "create")).toMatchObject({ usedFallback: true, output: claimed });
-    expect(stepOf(done.view, "create").rollback).toMatchObject({ status: "rolled_back" });
-    expect(done.view.status).toBe("rolled_back");
+    // a fallback value is not the record of an effect: nothing to undo (and nothing of A is touched)
+    expect(stepOf(done.view, "create").rollback).toMatchObject({ status: "not_needed" });
+    expect(done.view.status).toBe("failed"); // nothing was undone: the run failed
     // A's record is intact
     expect((await a.records()).map((r) => [r.id, r.values.title])).toEqual([[recordId, "A's record"]]);
   });

@@ -114,6 +114,7 @@ export class RunService {
       usage: out.usage ?? null,
       repairRounds: out.repairRounds,
       durationMs: out.durationMs,
+      asks: out.asks ?? [],
     };
   }
 

@@ -109,6 +109,7 @@ export const PlanResponseSchema = z.object({
   usage: TokenUsageSchema.nullable().describe("Tokens the model calls used, when the server reports them"),
   repairRounds: z.number().int(),
   durationMs: z.number(),
+  asks: z.array(z.string()).describe("Steps that will or may wait for a person before their effect (their skill's rule, tightened by the plan, or their fallback skill's)"),
 });
 export type PlanResponse = z.infer<typeof PlanResponseSchema>;
 

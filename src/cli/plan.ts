@@ -22,7 +22,7 @@ export async function planCommand(ctx: Ctx, b: Backend, o: Record<string, unknow
   const out = await b.plan(request, { context, memory });
   if (o.out) writeFileSync(o.out as string, `${JSON.stringify(out.plan, null, 2)}\n`);
   if (ctx.json) {
-    printJson(ctx, { plan: out.plan, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, repairRounds: out.repairRounds, durationMs: out.durationMs });
+    printJson(ctx, { plan: out.plan, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, repairRounds: out.repairRounds, durationMs: out.durationMs, asks: out.asks ?? [] });
     return Exit.ok;
   }
   const p = out.planner;

@@ -16,6 +16,7 @@ import { mayRelax, plannedConfirmation } from "../kernel/confirmation.js";
 import type { Skill } from "../skills/contract.js";
 import { clampPlan, type ClampLimits, type PlanWarning } from "./clamp.js";
 import { collectRefs } from "./refs.js";
+import type { ToolChainStep } from "./schema.js";
 import { PlanValidationError, type PlanIssue } from "./validate.js";
 
 export type AuthorKind = "person" | "model" | "agent";
@@ -113,6 +114,19 @@ export function budgetIssues(plan: unknown, skillOf: (name: string) => Skill | u
     issues.push({ code: ErrorCode.PLAN_OVER_BUDGET, message: `plan fans out to ${widest} steps at once; the budget for model and agent plans is ${budget.maxFanOut} (maxFanOut)`, path: "steps" });
   }
   return issues;
+}
+
+/**
+ * Whether a step will (or may) ask a person before its effect: its skill's rule (tightened by the
+ * plan), or its fallback skill's. What `toolchain plan`, the agent tools and the budget say.
+ */
+export function stepAsks(registry: { get(name: string): Skill | undefined }, s: ToolChainStep): boolean {
+  const skill = registry.get(s.skillName);
+  const own = skill ? plannedConfirmation(skill, s.requireConfirmation, staticArgs(s.arguments)) !== "no" : s.requireConfirmation === true;
+  if (own) return true;
+  const fb = s.fallback && "skillName" in s.fallback ? s.fallback : undefined;
+  const fbSkill = fb ? registry.get(fb.skillName) : undefined;
+  return fbSkill ? plannedConfirmation(fbSkill, undefined, staticArgs(fb!.arguments)) !== "no" : false;
 }
 
 /** Arguments without references (known now), else undefined. */

@@ -66,6 +66,8 @@ export interface PlanningOutcome {
   durationMs: number;
   /** The fallback planner's reading of the request. */
   understood?: Understanding;
+  /** Steps that will or may ask a person before their effect (set by the runtime: src/plan/admission.ts `stepAsks`). */
+  asks?: string[];
 }
 
 export interface PlannerDeps {

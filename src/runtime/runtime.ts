@@ -18,7 +18,7 @@ import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
-import { admitPlan, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
+import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
 
 /** A validated plan and its admission (who wrote it, what was clamped). */
 export type AdmittedPlan = CompiledPlan & { admission: Admission };
@@ -205,9 +205,9 @@ export class Runtime {
    * Plan a request without running anything: the same planner the graph's planner node uses.
    * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
    */
-  plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
+  async plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
     const allowed = this.allowedSkills(opts.allowSkill);
-    return this.env.planner.plan({
+    const out = await this.env.planner.plan({
       request,
       context: opts.context ?? {},
       memory: opts.memory ?? {},
@@ -215,6 +215,7 @@ export class Runtime {
       workspaceId: opts.workspaceId,
       signal: opts.signal,
     });
+    return { ...out, asks: out.plan.steps.filter((st) => stepAsks(this.registry, st)).map((st) => st.stepId) };
   }
 
   /**

@@ -4,8 +4,7 @@
  */
 import type { RunView } from "../runtime/view.js";
 import { ToolChainPlanSchema, type ToolChainPlanInput, type ToolChainStep } from "../plan/schema.js";
-import { collectRefs } from "../plan/refs.js";
-import { plannedConfirmation } from "../kernel/confirmation.js";
+import { stepAsks } from "../plan/admission.js";
 import type { SkillRegistry } from "../skills/registry.js";
 import type { PlanningOutcome } from "../planner/index.js";
 import type { PendingStep, PlanToolChainResult, ToolChainRunResult } from "./definitions.js";
@@ -96,21 +95,4 @@ export function planSummary(r: PlanToolChainResult): string {
   }
   for (const w of r.warnings) lines.push(`Note${w.stepId ? ` on ${w.stepId}` : ""}: ${w.message}`);
   return lines.join("\n");
-}
-
-/** Whether a step of a plan will (or may) ask a person: its skill, or its fallback skill. */
-export function stepAsks(registry: Pick<SkillRegistry, "get">, s: ToolChainStep): boolean {
-  const skill = registry.get(s.skillName);
-  const own = skill ? plannedConfirmation(skill, s.requireConfirmation, staticArguments(s.arguments)) !== "no" : s.requireConfirmation === true;
-  if (own) return true;
-  const fb = s.fallback && "skillName" in s.fallback ? registry.get(s.fallback.skillName) : undefined;
-  return fb ? plannedConfirmation(fb, undefined, staticArguments(s.fallback && "skillName" in s.fallback ? s.fallback.arguments ?? {} : {})) !== "no" : false;
-}
-
-function staticArguments(args: Record<string, unknown>): Record<string, unknown> | undefined {
-  try {
-    return collectRefs(args, "arguments").length ? undefined : args;
-  } catch {
-    return undefined;
-  }
 }
