@@ -88,7 +88,8 @@ describe(`run console in Chromium (${postgresBackend.name})`, { timeout: 120_000
     const o = await postgresBackend.open({ skills: [createRecords(table), effectSkill(ledger, { name: "demo.effect", compensationFailures: 1 })] });
     closeRuntime = o.close;
     api = await serveApi(o.runtime, o.db);
-    key = await newKey(api.access, "console-ws");
+    // the runs below remove a confirmation (requireConfirmation: false) for a compensable write
+    key = await newKey(api.access, "console-ws", undefined, ["relax_confirmation"]);
     browser = await launchBrowser();
   }, 180_000);
 

@@ -11,7 +11,7 @@ import { openLive, type Live } from "../../src/live/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { Database } from "../../src/store/db.js";
 import { PgAccessStore } from "../../src/store/pg-access-store.js";
-import { MemoryAccessStore, type AccessStore } from "../../src/store/access-store.js";
+import { MemoryAccessStore, type AccessStore, type KeyPermission } from "../../src/store/access-store.js";
 
 export interface ApiUnderTest {
   url: string;
@@ -54,9 +54,9 @@ export async function serveApi(runtime: Runtime, db: Database | undefined, opts:
   };
 }
 
-export async function newKey(access: AccessStore, workspace: string, skills?: string[]): Promise<string> {
+export async function newKey(access: AccessStore, workspace: string, skills?: string[], permissions?: KeyPermission[]): Promise<string> {
   await access.ensureWorkspace(workspace, skills ? { allowedSkills: skills } : {});
-  return (await access.createKey(workspace)).key;
+  return (await access.createKey(workspace, permissions ? { permissions } : {})).key;
 }
 
 export interface Reply<T = any> {
