@@ -16,8 +16,9 @@ import { SkillRegistry } from "../src/skills/registry.js";
 import { coreSkills } from "../skills/core/index.js";
 import { MemoryTableStore, qtableSkills } from "../skills/qtable/index.js";
 import { postgresBackend } from "./helpers/backends.js";
-import { call, serveApi, type ApiUnderTest } from "./helpers/api.js";
+import { call, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
 import { callTool, mcpClient } from "./helpers/mcp.js";
+import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
 
 const WS = "ws-safety";
 const OTHER = "ws-safety-b";
@@ -40,13 +41,15 @@ describe(`plan safety on ${postgresBackend.name}`, () => {
   let key: string;
   let relaxKey: string;
   let close: () => Promise<void>;
+  let model: MockOpenAi;
   const sent = async (ws = WS) => (await tables.listMessages(ws)).map((m) => m.message);
 
   beforeAll(async () => {
     tables = new MemoryTableStore();
     await tables.ensureWorkspace(WS);
     await tables.ensureWorkspace(OTHER);
-    const o = await postgresBackend.open({ skills: qtableSkills({ store: tables }) });
+    model = await startMockOpenAi();
+    const o = await postgresBackend.open({ skills: qtableSkills({ store: tables }), planner: { model: "gpt-test", baseURL: model.baseURL, timeoutMs: 5_000, maxRetries: 0 } });
     close = o.close;
     api = await serveApi(o.runtime, o.db);
     await api.access.ensureWorkspace(WS);
@@ -56,6 +59,33 @@ describe(`plan safety on ${postgresBackend.name}`, () => {
   afterAll(async () => {
     await api?.close();
     await close?.();
+    await model?.close();
+  });
+
+  test("REST autoPlan: a model that writes the escapes (requireConfirmation:false on a send, a fallback that sends) sends nothing without a decision", async () => {
+    const escape = {
+      goal: "announce it",
+      steps: [
+        { stepId: "send", skillName: "qtable.notify.send", requireConfirmation: false, arguments: { channel: "#approvals", message: "model direct" } },
+        { stepId: "boom", skillName: "core.fail", arguments: {}, fallback: { skillName: "qtable.notify.send", arguments: { channel: "#approvals", message: "model fallback" } } },
+      ],
+    };
+    model.script({ toolCall: escape }, { toolCall: escape });
+    const r = await call(api.url, "POST", "/api/tool-chains/run", { key: relaxKey, body: { request: "announce the approval system in #approvals", autoPlan: true } });
+    expect(r.status).toBeLessThan(500);
+    // whatever the planner made of it (clamped, repaired or the fallback planner's plan), every
+    // send is a confirmation still waiting: nothing was sent
+    expect(await sent()).not.toContain("model direct");
+    expect(await sent()).not.toContain("model fallback");
+    expect(r.status).toBe(200);
+    expect(r.body.admission.author).toEqual({ kind: "model", via: "planner" });
+    expect(r.body.admission.warnings.map((w: { code: string }) => w.code).sort()).toEqual(["confirmation_required", "fallback_confirmation"]);
+    // both sends wait for a person: the clamped step, and the fallback once its step failed
+    await until(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key })).body.pendingConfirmations.length === 2, 20_000, "both sends waiting");
+    const view = (await call(api.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key })).body;
+    expect(view.pendingConfirmations.map((p: { stepId: string; skillName: string }) => `${p.stepId}:${p.skillName}`).sort()).toEqual(["boom:qtable.notify.send", "send:qtable.notify.send"]);
+    expect(await sent()).not.toContain("model direct");
+    expect(await sent()).not.toContain("model fallback");
   });
 
   test("REST: a fallback skill that requires confirmation waits for a person (preview of the fallback); reject sends nothing, approve sends once", async () => {
