@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 1_800_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // child bundles and an initialised embedded data directory (test/setup/global.ts)
+    globalSetup: ["test/setup/global.ts"],
   },
 });

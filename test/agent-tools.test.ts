@@ -20,6 +20,7 @@ import { Runtime } from "../src/runtime/runtime.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
 import { PgLimits } from "../src/store/limits-store.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
+import { nodeArgs } from "./helpers/prebuilt.js";
 import { approvalSkill, EffectLedger, effectSkill } from "./helpers/skills.js";
 import { startMockOpenAi } from "./helpers/openai-mock.js";
 
@@ -536,7 +537,7 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     try {
       const request = "Plan an approval system with e-mail notifications, estimate the effort, build a timeline and put the tasks into the current table";
       mock.script({ name: "run_tool_chain", toolCall: { request, context: { table: { id: "Tasks" }, startDate: "2026-12-21" } } }, { content: "The tasks are in the Tasks table." });
-      const child = spawn(process.execPath, ["--import", "tsx", "examples/agent.ts", "--approve", request], {
+      const child = spawn(process.execPath, [...nodeArgs("examples/agent.ts"), "--approve", request], {
         // embedded database in memory; the chain's planner is the deterministic fallback (no planner model)
         env: { ...process.env, OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: "", TOOLCHAIN_AGENT_MODEL: "mock-model", TOOLCHAIN_PLANNER_MODEL: "", DATABASE_URL: "", TOOLCHAIN_DATA_DIR: ":memory:" },
         stdio: ["ignore", "pipe", "pipe"],

@@ -15,6 +15,7 @@ import { Runtime } from "../src/runtime/runtime.js";
 import { configFromEnv, startServer, type RunningServer } from "../src/server/serve.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
 import { freshSchema, postgresBackend, serverUrl } from "./helpers/backends.js";
+import { nodeArgs, seedDataDir } from "./helpers/prebuilt.js";
 import { call, collectSse, TEST_REQUESTS_PER_MINUTE } from "./helpers/api.js";
 import { waitFor } from "./helpers/wait.js";
 
@@ -28,7 +29,7 @@ function storageEnv(embedded: "disk" | "memory" = "disk"): Record<string, string
     schemas.push(s);
     return { ...limit, DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: s };
   }
-  return { ...limit, TOOLCHAIN_DATA_DIR: embedded === "memory" ? ":memory:" : path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite") };
+  return { ...limit, TOOLCHAIN_DATA_DIR: embedded === "memory" ? ":memory:" : seedDataDir(path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite")) };
 }
 afterAll(async () => {
   if (!serverUrl || !schemas.length) return;
@@ -125,7 +126,7 @@ describe(`the server process (${postgresBackend.name})`, () => {
   test("quick start: `toolchain serve` prints its URL and key, serves, and stops on SIGTERM", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, ...storageEnv(), PORT: "0", TOOLCHAIN_DEV_KEY: "1", REDIS_URL: "" };
     if (!serverUrl) env.DATABASE_URL = "";
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     try {

@@ -15,6 +15,7 @@ import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
 import { newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
+import { nodeArgs, seedDataDir } from "./helpers/prebuilt.js";
 
 interface Out {
   code: number | null;
@@ -26,14 +27,15 @@ const dir = mkdtempSync(path.join(tmpdir(), "tc-cli2-"));
 const schema = serverUrl ? freshSchema("cli2") : "toolchain";
 const storage: Record<string, string> = serverUrl
   ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
-  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(dir, "pglite"), TOOLCHAIN_SCHEMA: schema };
+  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")), TOOLCHAIN_SCHEMA: schema };
 const demoSchema = serverUrl ? freshSchema("cli2demo") : "toolchain";
 const serverSchema = serverUrl ? freshSchema("cli2srv") : "toolchain";
-const demoStorage: Record<string, string> = serverUrl ? { TOOLCHAIN_SCHEMA: demoSchema } : { TOOLCHAIN_DATA_DIR: path.join(dir, "demo-pglite") };
+const demoStorage: Record<string, string> = serverUrl ? { TOOLCHAIN_SCHEMA: demoSchema } : { TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "demo-pglite")) };
 const baseEnv = () => ({ ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "", ...storage });
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<Out> {
-  const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], { env: { ...baseEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/** The CLI in a child: its prebuilt bundle (test/helpers/prebuilt.ts), or `bin` (what `npx toolchain` runs). */
+function cli(args: string[], env: Record<string, string> = {}, bin?: "src/cli/bin.js"): Promise<Out> {
+  const proc = spawn(process.execPath, [...(bin ? [bin] : nodeArgs("src/cli/main.ts")), ...args], { env: { ...baseEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -47,7 +49,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Out> {
  * output shows the matching prompt text; the output is everything the terminal received.
  */
 function pty(args: string[], answers: { when: RegExp; type: string }[], env: Record<string, string> = {}): Promise<Out> {
-  const cmd = `stty cols 120 rows 40; exec ${process.execPath} src/cli/bin.js ${args.map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}`;
+  const cmd = `stty cols 120 rows 40; exec ${[process.execPath, ...nodeArgs("src/cli/main.ts"), ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}`;
   const proc = spawn("script", ["-qfec", cmd, "/dev/null"], { env: { ...baseEnv(), TERM: "xterm-256color", ...env }, stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let answered = 0;
@@ -220,6 +222,12 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
     expect(approved.stdout).toMatch(new RegExp(`^table "Tasks" now holds ${n} records`, "m"));
   }, 600_000);
 
+  test("src/cli/bin.js, the package's bin, starts the CLI from its TypeScript source (tsx)", async () => {
+    const help = await cli(["--help"], {}, "src/cli/bin.js");
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^ {2}run \[options\] \[plan\] +run a plan \(or a request\) with live progress$/m);
+  }, 120_000);
+
   test("usage errors exit 2 with a message; coded errors print CODE: message (and {error} with --json)", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
@@ -287,7 +295,7 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
   let key: string;
   beforeAll(async () => {
     // the server's own storage: the CLI touches no database in this mode
-    opened = await openRuntime(serverUrl ? { databaseUrl: serverUrl, schema: serverSchema, poolSize: 2 } : { dataDir: path.join(dir, "server-pglite"), schema: "toolchain" });
+    opened = await openRuntime(serverUrl ? { databaseUrl: serverUrl, schema: serverSchema, poolSize: 2 } : { dataDir: seedDataDir(path.join(dir, "server-pglite")), schema: "toolchain" });
     const access = new PgAccessStore(opened.db);
     api = await serveApi(opened.runtime, opened.db, { access });
     key = await newKey(access, "remote");

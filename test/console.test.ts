@@ -11,7 +11,7 @@ import type { Page } from "playwright-core";
 import { defineSkill } from "../src/skills/contract.js";
 import { postgresBackend } from "./helpers/backends.js";
 import { call, newKey, serveApi, until, type ApiUnderTest } from "./helpers/api.js";
-import { cspViolations, launchBrowser, type Browser } from "./helpers/browser.js";
+import { BROWSER_SKIP, cspViolations, launchBrowser, type Browser } from "./helpers/browser.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
 
 const POLL = { timeout: 30_000, interval: 100 };
@@ -58,7 +58,8 @@ const records = [
 ];
 
 // a browser and a database on a shared 2-core machine: generous limits, no timed assertions
-describe(`run console in Chromium (${postgresBackend.name})`, { timeout: 120_000 }, () => {
+if (BROWSER_SKIP) console.warn(`test/console.test.ts: ${BROWSER_SKIP}`);
+describe.skipIf(BROWSER_SKIP !== undefined)(`run console in Chromium (${postgresBackend.name})${BROWSER_SKIP ? ` [skipped: ${BROWSER_SKIP}]` : ""}`, { timeout: 120_000 }, () => {
   let api: ApiUnderTest;
   let closeRuntime: () => Promise<void>;
   let key: string;

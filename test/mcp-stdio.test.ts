@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { TOOL_NAMES } from "../src/tools/definitions.js";
-import { sharedStorage } from "./helpers/child.js";
+import { nodeArgs, sharedStorage } from "./helpers/child.js";
 import { serverUrl } from "./helpers/backends.js";
 import { callTool } from "./helpers/mcp.js";
 
@@ -30,7 +30,7 @@ describe(`toolchain mcp (stdio) on ${serverUrl ? "postgres-server" : "postgres-e
   const launch = async (env: Record<string, string>, o: { elicit?: boolean } = {}) => {
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: ["--import", "tsx", path.resolve("src/cli/main.ts"), "mcp"],
+      args: [...nodeArgs("src/cli/main.ts"), "mcp"],
       env: { ...(process.env as Record<string, string>), ...(serverUrl ? {} : { DATABASE_URL: "" }), ...env },
       stderr: "pipe",
     });

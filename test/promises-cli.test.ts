@@ -14,6 +14,7 @@ import pg from "pg";
 import { afterAll, describe, expect, test } from "vitest";
 import { openDatabase } from "../src/store/db.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
+import { nodeArgs, seedDataDir } from "./helpers/prebuilt.js";
 import { waitFor } from "./helpers/wait.js";
 
 interface Out {
@@ -26,10 +27,10 @@ const dir = mkdtempSync(path.join(tmpdir(), "tc-cli-"));
 const schema = serverUrl ? freshSchema("cli") : "toolchain";
 const storage: Record<string, string> = serverUrl
   ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
-  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(dir, "pglite"), TOOLCHAIN_SCHEMA: schema };
+  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")), TOOLCHAIN_SCHEMA: schema };
 
 function cli(args: string[], env: Record<string, string> = {}): { done: Promise<Out>; kill: (s: NodeJS.Signals) => void; stderr: () => string } {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { env: { ...process.env, REDIS_URL: "", ...storage, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], { env: { ...process.env, REDIS_URL: "", ...storage, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -130,7 +130,43 @@ function lockEmbedded(dataDir: string): () => void {
   }
 }
 
-async function openEmbedded(schema: string, dataDir: string | undefined): Promise<Database> {
+/**
+ * Tests only (test/setup/shared-pglite.ts): in-memory embedded opens in this process share one
+ * PGlite and its ONE pooled connection, each in its own schema (dropped on close), as the server
+ * path does. A fresh in-memory PGlite costs seconds (initdb in WASM), a schema milliseconds. One
+ * pool of one connection keeps PGlite's single session safe: transactions of different opens
+ * queue for it instead of interleaving. A schema already open here gets a PGlite of its own.
+ */
+const sharedInMemory: { enabled: boolean; image?: string; engine?: Promise<Database>; open: Set<string> } = { enabled: false, open: new Set() };
+
+/** `image`: a PGlite data directory dump (dumpDataDir) to start the shared instance from, skipping initdb. */
+export function shareInMemoryEmbedded(o: { image?: string } = {}): void {
+  sharedInMemory.enabled = true;
+  sharedInMemory.image = o.image;
+}
+
+async function openSharedInMemory(schema: string): Promise<Database> {
+  sharedInMemory.open.add(schema);
+  sharedInMemory.engine ??= openEmbedded("public", undefined, { image: sharedInMemory.image });
+  const engine = await sharedInMemory.engine.catch((e) => {
+    sharedInMemory.open.delete(schema);
+    throw e;
+  });
+  let closed = false;
+  return {
+    ...engine,
+    schema,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await engine.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      sharedInMemory.open.delete(schema);
+    },
+  };
+}
+
+async function openEmbedded(schema: string, dataDir: string | undefined, forSharing?: { image?: string }): Promise<Database> {
+  if (!dataDir && !forSharing && sharedInMemory.enabled && !sharedInMemory.open.has(schema)) return openSharedInMemory(schema);
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
   let unlock = () => {};
@@ -142,13 +178,16 @@ async function openEmbedded(schema: string, dataDir: string | undefined): Promis
   }
   let db: InstanceType<typeof PGlite>;
   try {
-    db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+    const image = forSharing?.image;
+    db = dataDir ? await PGlite.create(dataDir) : await PGlite.create(image ? { loadDataDir: new Blob([readFileSync(image)]) } : undefined);
   } catch (e) {
     unlock();
     throw e;
   }
   // unix socket paths are limited to ~100 bytes: keep it short and private
   const sockDir = mkdtempSync(path.join(tmpdir(), "tcpg-"));
+  // the shared instance lives as long as its process (never closed)
+  if (forSharing) process.once("exit", () => rmSync(sockDir, { recursive: true, force: true }));
   const server = new PGLiteSocketServer({ db, path: path.join(sockDir, ".s.PGSQL.5432"), maxConnections: 4 });
   await server.start();
   const pool = new pg.Pool({ host: sockDir, port: 5432, user: "postgres", database: "postgres", max: 1, types: poolTypes });

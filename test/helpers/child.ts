@@ -1,9 +1,10 @@
 /** Spawning runtime processes (test/fixtures/crash-child.ts) and reading their JSON lines. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { freshSchema, serverUrl } from "./backends.js";
+import { freshDataDir, nodeArgs } from "./prebuilt.js";
+
+export { freshDataDir, nodeArgs };
 
 export interface Child {
   proc: ChildProcess;
@@ -24,12 +25,12 @@ export function sharedStorage(): ChildEnv {
   const schema = serverUrl ? freshSchema("crash") : "toolchain";
   const env: Record<string, string> = { TOOLCHAIN_SCHEMA: schema, LEASE_TTL_MS: "1000" };
   if (serverUrl) env.DATABASE_URL = serverUrl;
-  else env.TOOLCHAIN_DATA_DIR = mkdtempSync(path.join(tmpdir(), "tc-crash-"));
+  else env.TOOLCHAIN_DATA_DIR = freshDataDir();
   return { env, schema };
 }
 
 export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}, script = "test/fixtures/crash-child.ts"): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve(script), ...args], {
+  const proc = spawn(process.execPath, [...nodeArgs(script), ...args], {
     env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });

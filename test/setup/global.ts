@@ -1,0 +1,59 @@
+/**
+ * Built once per vitest run (globalSetup), before any test file, and removed after:
+ * - the child processes' entry points bundled with esbuild: a child started from a bundle skips
+ *   tsx's loader and per-file TypeScript transforms (about 2 s of CPU per process on this kind of
+ *   machine); test/helpers/prebuilt.ts `nodeArgs` picks the bundle, else falls back to tsx;
+ * - embedded (no DATABASE_URL, engine PGlite): an initdb image (a dumped data directory) each test
+ *   file's shared in-memory PGlite starts from (test/setup/shared-pglite.ts), and a data directory
+ *   with every migration applied in schema "toolchain", which `freshDataDir`/`seedDataDir` copy for
+ *   each test's processes (initdb in WASM costs seconds of CPU; a copy a fraction of a second).
+ * Workers find both through TOOLCHAIN_TEST_BUILD (a directory two levels below the repository, like
+ * src/cli/, so the bundles' `import.meta.url`-relative paths, e.g. console/dist, still resolve).
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import path from "node:path";
+import { build } from "esbuild";
+import { openRuntime } from "../../src/runtime/open.js";
+import { embeddedEngine } from "../../src/store/db.js";
+import { BUNDLED_ENTRIES, bundleName } from "../helpers/prebuilt.js";
+
+export default async function setup(): Promise<() => void> {
+  const root = process.cwd();
+  const dir = path.join(root, ".cache", `test-run-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const started = Date.now();
+  await Promise.all([
+    build({
+      entryPoints: Object.fromEntries(BUNDLED_ENTRIES.map((e) => [bundleName(e).replace(/\.mjs$/, ""), path.join(root, e)])),
+      outdir: dir,
+      outExtension: { ".js": ".mjs" },
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      // node_modules stay imports: the same package code (and patch-package fixes) as under tsx
+      packages: "external",
+      sourcemap: "inline",
+      logLevel: "warning",
+    }),
+    (async () => {
+      if (process.env.DATABASE_URL || embeddedEngine() !== "pglite") return;
+      // initdb once: its image starts each test file's shared in-memory PGlite (test/setup/shared-pglite.ts)
+      const clean = await PGlite.create();
+      const image = await clean.dumpDataDir("none");
+      await clean.close();
+      writeFileSync(path.join(dir, "pglite-image.tar"), Buffer.from(await image.arrayBuffer()));
+      // and the same image, migrated, is the data directory children's storage is copied from
+      const template = path.join(dir, "pglite-template");
+      const seeded = await PGlite.create(template, { loadDataDir: image });
+      await seeded.close();
+      const o = await openRuntime({ dataDir: template, databaseUrl: "", schema: "toolchain", engine: "pglite" });
+      await o.close();
+    })(),
+  ]);
+  process.env.TOOLCHAIN_TEST_BUILD = dir;
+  console.log(`test setup: child bundles${process.env.DATABASE_URL ? "" : " and an initialised embedded data directory"} in ${Date.now() - started} ms`);
+  return () => rmSync(dir, { recursive: true, force: true });
+}

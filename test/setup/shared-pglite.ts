@@ -1,0 +1,13 @@
+/**
+ * Every test file's process: in-memory embedded databases share one PGlite, a schema each
+ * (src/store/db.ts, shareInMemoryEmbedded), started from the initdb image test/setup/global.ts
+ * dumped. A fresh PGlite costs seconds of CPU (initdb in WASM); loading the image a fraction of
+ * one, a schema in a running instance milliseconds. Data directories (child processes, the CLI)
+ * are not affected.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { shareInMemoryEmbedded } from "../../src/store/db.js";
+
+const image = process.env.TOOLCHAIN_TEST_BUILD && path.join(process.env.TOOLCHAIN_TEST_BUILD, "pglite-image.tar");
+shareInMemoryEmbedded({ image: image && existsSync(image) ? image : undefined });
