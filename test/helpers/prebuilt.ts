@@ -40,7 +40,7 @@ export function nodeArgs(entry: string): string[] {
  * in schema "toolchain") for PGlite, else left empty (the first process initialises it).
  */
 export function seedDataDir(dir: string): string {
-  const template = build() && path.join(build()!, "pglite-template");
+  const template = process.env.TOOLCHAIN_TEST_PGLITE && path.join(process.env.TOOLCHAIN_TEST_PGLITE, "pglite-template");
   if (template && embeddedEngine() === "pglite" && existsSync(template)) cpSync(template, dir, { recursive: true });
   return dir;
 }

@@ -8,10 +8,12 @@
  *   file's shared in-memory PGlite starts from (test/setup/shared-pglite.ts), and a data directory
  *   with every migration applied in schema "toolchain", which `freshDataDir`/`seedDataDir` copy for
  *   each test's processes (initdb in WASM costs seconds of CPU; a copy a fraction of a second).
- * Workers find both through TOOLCHAIN_TEST_BUILD (a directory two levels below the repository, like
- * src/cli/, so the bundles' `import.meta.url`-relative paths, e.g. console/dist, still resolve).
+ * Workers find them through TOOLCHAIN_TEST_BUILD (the bundles: a directory two levels below the
+ * repository, like src/cli/, so their `import.meta.url`-relative paths, e.g. console/dist, still
+ * resolve) and TOOLCHAIN_TEST_PGLITE (the embedded images, kept between runs; see pgliteImages).
  */
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import path from "node:path";
 import { build } from "esbuild";
@@ -44,20 +46,42 @@ export default async function setup(): Promise<() => void> {
     }),
     (async () => {
       if (process.env.DATABASE_URL || embeddedEngine() !== "pglite") return;
-      // initdb once: its image starts each test file's shared in-memory PGlite (test/setup/shared-pglite.ts)
-      const clean = await PGlite.create();
-      const image = await clean.dumpDataDir("none");
-      await clean.close();
-      writeFileSync(path.join(dir, "pglite-image.tar"), Buffer.from(await image.arrayBuffer()));
-      // and the same image, migrated, is the data directory children's storage is copied from
-      const template = path.join(dir, "pglite-template");
-      const seeded = await PGlite.create(template, { loadDataDir: image });
-      await seeded.close();
-      const o = await openRuntime({ dataDir: template, databaseUrl: "", schema: "toolchain", engine: "pglite" });
-      await o.close();
+      process.env.TOOLCHAIN_TEST_PGLITE = await pgliteImages(root);
     })(),
   ]);
   process.env.TOOLCHAIN_TEST_BUILD = dir;
-  console.log(`test setup: child bundles${process.env.DATABASE_URL ? "" : " and an initialised embedded data directory"} in ${Date.now() - started} ms`);
+  console.log(`test setup: child bundles${process.env.TOOLCHAIN_TEST_PGLITE ? ` and embedded images (${process.env.TOOLCHAIN_TEST_PGLITE})` : ""} in ${Date.now() - started} ms`);
   return () => rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * The initdb image (each test file's shared in-memory PGlite starts from it) and, migrated, the
+ * data directory children's storage is copied from. Kept in .cache/ between runs, under a hash of
+ * what they are made of (dependencies, migrations): a fresh clone builds them once.
+ */
+async function pgliteImages(root: string): Promise<string> {
+  const hash = createHash("sha256");
+  const sources = ["package-lock.json", ...["src/store", "skills/qtable"].flatMap((d) => readdirSync(path.join(root, d)).filter((f) => f.endsWith(".ts")).sort().map((f) => `${d}/${f}`))];
+  for (const f of sources) hash.update(f).update(readFileSync(path.join(root, f)));
+  const dir = path.join(root, ".cache", `pglite-${hash.digest("hex").slice(0, 16)}`);
+  if (existsSync(path.join(dir, "pglite-image.tar"))) return dir;
+  const tmp = `${dir}.${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const clean = await PGlite.create();
+  const image = await clean.dumpDataDir("none");
+  await clean.close();
+  const template = path.join(tmp, "pglite-template");
+  const seeded = await PGlite.create(template, { loadDataDir: image });
+  await seeded.close();
+  const o = await openRuntime({ dataDir: template, databaseUrl: "", schema: "toolchain", engine: "pglite" });
+  await o.close();
+  // the image last: its presence marks the directory complete
+  writeFileSync(path.join(tmp, "pglite-image.tar"), Buffer.from(await image.arrayBuffer()));
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true }); // another run built it at the same time
+  }
+  return dir;
 }

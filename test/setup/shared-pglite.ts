@@ -9,5 +9,5 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { shareInMemoryEmbedded } from "../../src/store/db.js";
 
-const image = process.env.TOOLCHAIN_TEST_BUILD && path.join(process.env.TOOLCHAIN_TEST_BUILD, "pglite-image.tar");
+const image = process.env.TOOLCHAIN_TEST_PGLITE && path.join(process.env.TOOLCHAIN_TEST_PGLITE, "pglite-image.tar");
 shareInMemoryEmbedded({ image: image && existsSync(image) ? image : undefined });
