@@ -14,6 +14,7 @@ import { RunModel } from "../src/cli/model.js";
 import { confirmationLines, formatEvent, headerLine, previewText, runsTable, summaryLine } from "../src/cli/render.js";
 import { outputLines } from "../src/cli/flow.js";
 import { serverUrl, freshSchema } from "./helpers/backends.js";
+import { nodeArgs, seedDataDir } from "./helpers/prebuilt.js";
 
 const OSC52 = "\x1b]52;c;SGVsbG8=\x07";
 const ERASE = "\r\x1b[2K";
@@ -70,10 +71,10 @@ describe(`the CLI prints run data inert (${serverUrl ? "server Postgres" : "embe
   const dir = mkdtempSync(path.join(tmpdir(), "tc-cli-esc-"));
   const storage: Record<string, string> = serverUrl
     ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: freshSchema("cliesc") }
-    : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(dir, "pglite") };
+    : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")) };
   const cli = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], { env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", ...storage }, stdio: ["ignore", "pipe", "pipe"] });
+      const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], { env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", ...storage }, stdio: ["ignore", "pipe", "pipe"] });
       let stdout = "";
       let stderr = "";
       proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
