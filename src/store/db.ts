@@ -150,6 +150,7 @@ async function openSharedInMemory(schema: string): Promise<Database> {
   sharedInMemory.engine ??= openEmbedded("public", undefined, { image: sharedInMemory.image });
   const engine = await sharedInMemory.engine.catch((e) => {
     sharedInMemory.open.delete(schema);
+    sharedInMemory.engine = undefined; // the next open tries again
     throw e;
   });
   let closed = false;
