@@ -39,7 +39,8 @@ describe.skipIf(serverUrl)("shared in-memory PGlite (tests only)", () => {
     }
   });
 
-  test("a schema already open in this process gets a PGlite of its own", async () => {
+  // the second open runs initdb in WASM: seconds of CPU, minutes on a loaded machine
+  test("a schema already open in this process gets a PGlite of its own", { timeout: 180_000 }, async () => {
     const schema = freshSchema();
     const a = await openDatabase({ schema });
     const b = await openDatabase({ schema });
