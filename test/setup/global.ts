@@ -83,5 +83,7 @@ async function pgliteImages(root: string): Promise<string> {
   } catch {
     rmSync(tmp, { recursive: true, force: true }); // another run built it at the same time
   }
+  // images of older sources are never used again (80 MB each)
+  for (const old of readdirSync(path.dirname(dir))) if (/^pglite-[0-9a-f]{16}$/.test(old) && old !== path.basename(dir)) rmSync(path.join(path.dirname(dir), old), { recursive: true, force: true });
   return dir;
 }
