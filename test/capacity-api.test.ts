@@ -48,7 +48,7 @@ describe(`capacity over HTTP on ${postgresBackend.name}`, () => {
     const fan = a.r.body.steps.find((s: { stepId: string }) => s.stepId === "fan");
     expect(fan.status).toBe("failed");
     expect(fan.error.code).toBe("VALUE_TOO_LARGE");
-    expect(fan.error.message).toMatch(/^arguments\.value\.\d+: the resolved arguments are larger than the value budget of 4 MiB/);
+    expect(fan.error.message).toMatch(/^step "fan": arguments\.value\.\d+: the resolved arguments are larger than the value budget of 4 MiB/);
     expect(fan.error.details).toMatchObject({ field: expect.stringMatching(/^arguments\.value\.\d+$/), limit: 4 * 1024 * 1024 });
     // the run's history holds no copy of the 100 MB
     const events = await call(api.url, "GET", `/api/tool-chains/runs/${a.r.body.runId}/events`, { key: keyA });
