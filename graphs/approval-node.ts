@@ -8,6 +8,7 @@ import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@lang
 import { z } from "zod";
 import { ErrorCode } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
+import { ActorSchema, ApprovalGivenSchema, ViaSchema } from "../src/kernel/actor.js";
 import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate } from "./state.js";
@@ -21,6 +22,10 @@ export const DecisionSchema = z
     at: z.string().optional(),
     /** The wait answered (see PendingConfirmation.round); omitted = the wait pending now. */
     round: z.number().int().min(0).optional(),
+    /** Who decided and through which surface (the runtime records them; a Studio resume may say). */
+    by: ActorSchema.optional(),
+    via: ViaSchema.optional(),
+    approvals: z.array(ApprovalGivenSchema).max(1_000).optional(),
   })
   .strict();
 

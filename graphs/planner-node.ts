@@ -84,7 +84,8 @@ export function makePlannerNode(env: RuntimeEnv) {
         signal,
       });
       const planning: PlanningRecord = { ...out.planner, warnings: out.warnings, ...(out.usage ? { usage: out.usage } : {}), repairRounds: out.repairRounds, durationMs: out.durationMs };
-      const admission: Admission = { author: MODEL_AUTHOR, warnings: out.warnings };
+      // who asked stays with the run when the model writes its plan
+      const admission: Admission = { author: MODEL_AUTHOR, warnings: out.warnings, ...(seed.admission?.requestedBy ? { requestedBy: seed.admission.requestedBy } : {}) };
       emit(EventType.planning_completed, undefined, { steps: out.plan.steps.length, author: MODEL_AUTHOR, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, durationMs: out.durationMs, repairRounds: out.repairRounds, plan: out.plan });
       return { ...facts, plan: out.plan, planning, admission, status: "running", updatedAt: at() };
     } catch (e) {

@@ -2,6 +2,7 @@
  * The run's graph state: what the checkpointer stores for every run.
  */
 import { Annotation } from "@langchain/langgraph";
+import type { Actor, Via } from "../src/kernel/actor.js";
 import type { StepError } from "../src/kernel/errors.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../src/kernel/status.js";
 import type { Admission } from "../src/plan/admission.js";
@@ -71,6 +72,12 @@ export interface Decision {
    * block's round). A decision never applies to another round of the same step.
    */
   round?: number;
+  /** Who decided (src/kernel/actor.ts); for a quorum, the principal whose approval completed it. */
+  by?: Actor;
+  /** The surface the decision came through. */
+  via?: Via;
+  /** A quorum's approvals, in order (each principal once). */
+  approvals?: { by: Actor; via?: Via; at?: string; comment?: string }[];
 }
 
 /** Which planner wrote the run's plan (absent when the caller gave the plan). */

@@ -62,6 +62,11 @@ export function offered(run: SchedulerRun, stepId: string, d: Decision): void {
   // else: a decision for another round of this step (stale): ignored
 }
 
+/** Who decided, for the audit trail (decisions recorded before principals existed carry none). */
+function who(d: Decision): Record<string, unknown> {
+  return { ...(d.by ? { by: d.by } : {}), ...(d.via ? { via: d.via } : {}), ...(d.approvals?.length ? { approvals: d.approvals } : {}) };
+}
+
 export function applyDecision(run: SchedulerRun, id: string, d: Decision): void {
   const c = run.compiled.byId.get(id);
   if (!c || !answers(run, id, d) || run.halt) return;
@@ -71,7 +76,7 @@ export function applyDecision(run: SchedulerRun, id: string, d: Decision): void 
   run.emit(
     EventType.step_confirmed,
     id,
-    { decision: d.decision, edited: d.arguments !== undefined, inDoubt, ...(u.unit === "fallback" ? { fallback: true } : {}), ...(d.comment ? { comment: d.comment } : {}) },
+    { decision: d.decision, edited: d.arguments !== undefined, inDoubt, ...(u.unit === "fallback" ? { fallback: true } : {}), ...(d.comment ? { comment: d.comment } : {}), ...who(d) },
     `${r.waitRound ?? 0}`,
   );
   if (d.decision === "mark_done") {

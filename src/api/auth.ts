@@ -7,7 +7,8 @@ import type { RequestHandler, Response } from "express";
 import { rateLimit } from "express-rate-limit";
 import { LRUCache } from "lru-cache";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import { hashApiKey, type AccessStore, type Principal } from "../store/access-store.js";
+import { rolesAllow, type Acting, type Action, type Via } from "../kernel/actor.js";
+import { actorOf, hashApiKey, rolesOf, type AccessStore, type Principal } from "../store/access-store.js";
 
 export interface Authenticator {
   authenticate(key: string): Promise<Principal | undefined>;
@@ -93,6 +94,22 @@ export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
 
 export function principalOf(res: Response): Principal {
   return res.locals.principal as Principal;
+}
+
+/** 403 ROLE_NOT_ALLOWED unless the principal's roles grant `action` (no roles: every action). */
+export function assertMay(p: Principal, action: Action): void {
+  const roles = rolesOf(p);
+  if (rolesAllow(roles, action)) return;
+  throw new ToolchainError(ErrorCode.ROLE_NOT_ALLOWED, `your roles in workspace ${p.workspaceId} (${roles!.join(", ") || "none"}) do not allow ${action.replace("_", " ")}`, { details: { action, roles } });
+}
+
+/** Surfaces that talk REST may say which they are; anything else is plain REST. */
+const REST_VIAS: ReadonlySet<Via> = new Set<Via>(["rest", "console", "cli"]);
+
+/** Who acts, through which surface (the `X-Toolchain-Client` header: console, cli; default rest). */
+export function actingOf(p: Principal, client: string | undefined): Acting {
+  const v = (client ?? "").trim().toLowerCase() as Via;
+  return { by: actorOf(p), via: REST_VIAS.has(v) ? v : "rest" };
 }
 
 const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})\s*$/i;

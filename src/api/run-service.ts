@@ -13,7 +13,9 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { RunHandle, Runtime } from "../runtime/runtime.js";
 import type { RunView } from "../runtime/view.js";
-import { skillMatcher, type Principal } from "../store/access-store.js";
+import { actorOf, rolesOf, skillMatcher, type Principal } from "../store/access-store.js";
+import type { Via } from "../kernel/actor.js";
+import { assertMay } from "./auth.js";
 import type { RunRow } from "../store/run-store.js";
 import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
@@ -86,8 +88,9 @@ export class RunService {
    * Validate (throws with the plan's code, creating nothing) and start or queue the run. With
    * `request` + `autoPlan` the run is created at once and the graph's planner node writes its plan.
    */
-  async start(p: Principal, body: RunRequest, traceId: string, author: PlanAuthor = personOf(p)): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
-    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills), author };
+  async start(p: Principal, body: RunRequest, traceId: string, author: PlanAuthor = personOf(p), via: Via = "rest"): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
+    assertMay(p, "start");
+    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills), author, requestedBy: { by: actorOf(p), via } };
     if (body.plan === undefined) {
       if (!body.autoPlan || body.request === undefined) {
         throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
@@ -105,6 +108,7 @@ export class RunService {
 
   /** POST /plan: plan a request in the workspace's name; nothing runs. */
   async plan(p: Principal, body: PlanRequest): Promise<PlanResponse> {
+    assertMay(p, "start");
     const out = await this.runtime.plan(body.request, { context: body.context ?? {}, memory: body.memory ?? {}, allowSkill: skillMatcher(p.allowedSkills), workspaceId: p.workspaceId });
     return {
       plan: out.plan,
@@ -118,8 +122,8 @@ export class RunService {
     };
   }
 
-  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor): Promise<Outcome> {
-    const o = await this.runOutcome(p, body, traceId, hooks, author);
+  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor, via?: Via): Promise<Outcome> {
+    const o = await this.runOutcome(p, body, traceId, hooks, author, via);
     const err = o.view.error;
     if (o.kind === "settled" && o.view.status === "failed" && err?.code === ErrorCode.PLANNING_FAILED) {
       // nothing ran: the request could not be planned (422, like POST /plan); the failed run stays for its events
@@ -128,8 +132,8 @@ export class RunService {
     return o;
   }
 
-  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor): Promise<Outcome> {
-    const { runId, handle } = await this.start(p, body, traceId, author);
+  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor, via?: Via): Promise<Outcome> {
+    const { runId, handle } = await this.start(p, body, traceId, author, via);
     hooks?.onStart?.(runId);
     const wait = body.wait ?? true;
     if (handle) {
@@ -148,8 +152,8 @@ export class RunService {
   }
 
   /** The events of a new run until it is terminal or waits (POST /stream). */
-  async stream(p: Principal, body: RunRequest, traceId: string, signal: AbortSignal): Promise<AsyncIterable<RunEvent>> {
-    const { runId, handle } = await this.start(p, body, traceId);
+  async stream(p: Principal, body: RunRequest, traceId: string, signal: AbortSignal, via?: Via): Promise<AsyncIterable<RunEvent>> {
+    const { runId, handle } = await this.start(p, body, traceId, undefined, via);
     if (handle) {
       handle.result.catch(() => undefined);
       return handle.events;
@@ -157,16 +161,19 @@ export class RunService {
     return this.o.feeds.follow(runId, { after: 0, until: "settled", signal });
   }
 
-  async confirm(p: Principal, runId: string, body: ConfirmRequest): Promise<Outcome> {
+  /** `via`: the surface the principal decided through (the principal is always the one recorded). */
+  async confirm(p: Principal, runId: string, body: ConfirmRequest, via: Via = "rest"): Promise<Outcome> {
+    assertMay(p, "decide");
     const row = await this.own(p, runId);
     const { wait, ...input } = body;
-    const handle = await this.runtime.confirm(runId, input);
+    const handle = await this.runtime.confirm(runId, input, { by: actorOf(p), via, roles: rolesOf(p) });
     return this.afterHandle(p, row, handle, wait ?? true);
   }
 
-  async cancel(p: Principal, runId: string, body: { reason?: string; wait?: boolean }): Promise<Outcome> {
+  async cancel(p: Principal, runId: string, body: { reason?: string; wait?: boolean }, via: Via = "rest"): Promise<Outcome> {
+    assertMay(p, "cancel");
     const row = await this.own(p, runId);
-    const handle = await this.runtime.cancel(runId, body.reason);
+    const handle = await this.runtime.cancel(runId, body.reason, { by: actorOf(p), via });
     return this.afterHandle(p, row, handle, body.wait ?? true);
   }
 

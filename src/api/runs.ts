@@ -3,7 +3,7 @@ import { Router, type Response } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import { assertStorable } from "../kernel/storable.js";
-import { principalOf } from "./auth.js";
+import { actingOf, assertMay, principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
 import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
 import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
@@ -39,6 +39,9 @@ function assertStorableRequest(body: { request?: string; context?: unknown; memo
   if (body.memory !== undefined) assertStorable(body.memory, "memory");
 }
 
+/** The surface a REST caller says it is (`X-Toolchain-Client: console | cli`), else rest. */
+const viaOf = (req: { get(h: string): string | undefined }, res: Response) => actingOf(principalOf(res), req.get("x-toolchain-client")).via;
+
 const wantsSse = (accept: string | undefined) => (accept ?? "").toLowerCase().includes("text/event-stream");
 
 export function runsRouter(o: RunsRouterOptions): Router {
@@ -56,18 +59,21 @@ export function runsRouter(o: RunsRouterOptions): Router {
     next(RUN_ID.test(id) ? undefined : new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found: not a run id"));
   });
   r.post("/api/tool-chains/plan", async (req, res) => {
+    assertMay(principalOf(res), "start");
     const body = parseWith(PlanRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     assertStorableRequest(body);
     res.json(await service.plan(principalOf(res), body));
   });
 
   r.post("/api/tool-chains/run", async (req, res) => {
+    assertMay(principalOf(res), "start");
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     assertStorableRequest(body);
-    respond(res, await service.run(principalOf(res), body, traceIdFrom(req.get("traceparent"))));
+    respond(res, await service.run(principalOf(res), body, traceIdFrom(req.get("traceparent")), undefined, undefined, viaOf(req, res)));
   });
 
   r.post("/api/tool-chains/stream", async (req, res) => {
+    assertMay(principalOf(res), "start");
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     assertStorableRequest(body);
     const stop = new AbortController();
@@ -76,7 +82,7 @@ export function runsRouter(o: RunsRouterOptions): Router {
     let events;
     try {
       // validation errors answer as JSON before the stream opens
-      events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal);
+      events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal, viaOf(req, res));
     } catch (e) {
       release();
       throw e;
@@ -120,13 +126,15 @@ export function runsRouter(o: RunsRouterOptions): Router {
   });
 
   r.post("/api/tool-chains/runs/:runId/confirm", async (req, res) => {
+    assertMay(principalOf(res), "decide");
     const body = parseWith(ConfirmRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
-    respond(res, await service.confirm(principalOf(res), req.params.runId, body));
+    respond(res, await service.confirm(principalOf(res), req.params.runId, body, viaOf(req, res)));
   });
 
   r.post("/api/tool-chains/runs/:runId/cancel", async (req, res) => {
+    assertMay(principalOf(res), "cancel");
     const body = parseWith(CancelRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
-    respond(res, await service.cancel(principalOf(res), req.params.runId, body));
+    respond(res, await service.cancel(principalOf(res), req.params.runId, body, viaOf(req, res)));
   });
 
   return r;

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { PLAN_WARNING_CODES } from "../plan/clamp.js";
+import { ActorSchema, ApprovalGivenSchema, ViaSchema } from "../kernel/actor.js";
 import { AUTHOR_KINDS, AUTHOR_VIAS, type AuthorKind, type AuthorVia } from "../plan/admission.js";
 import { ERROR_CODES } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
@@ -129,7 +130,13 @@ export const StepViewSchema = z.object({
   rollback: z.object({ status: z.enum(Object.values(RollbackStatus) as [RollbackStatus, ...RollbackStatus[]]), error: StepErrorSchema.nullable() }).nullable(),
   /** While the step waits for a serial key or resource held by other steps (in any run of the workspace). */
   waitingFor: z.union([z.object({ serialKey: z.string() }), z.object({ resource: z.string() })]).nullable(),
+  decision: z
+    .object({ decision: z.enum(["approve", "reject", "mark_done", "skip"]), by: ActorSchema.nullable(), via: ViaSchema.nullable(), at: z.string().nullable(), comment: z.string().nullable(), approvals: z.array(ApprovalGivenSchema).optional() })
+    .nullable()
+    .describe("The last decision applied to the step: what, who (`by`), through which surface (`via`), when; a quorum's approvals in order"),
 });
+
+const RequesterSchema = ActorSchema.extend({ via: ViaSchema }).describe("Who started the run, through which surface");
 
 export const PendingConfirmationSchema = z.looseObject({
   stepId: z.string(),
@@ -158,9 +165,11 @@ export const RunViewSchema = z.object({
     .object({
       author: z.object({ kind: z.enum(AUTHOR_KINDS as [AuthorKind, ...AuthorKind[]]), via: z.enum(AUTHOR_VIAS as [AuthorVia, ...AuthorVia[]]), mayRelaxConfirmation: z.boolean().optional() }),
       warnings: z.array(PlanWarningSchema),
+      requestedBy: RequesterSchema.optional(),
     })
     .nullable()
     .describe("Who wrote the plan (person, model, agent), through which surface, and what admission clamped (model and agent plans may tighten execution semantics, never loosen them)"),
+  requestedBy: RequesterSchema.nullable().describe("Who started the run (null: a run recorded before principals existed)"),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

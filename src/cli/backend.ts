@@ -4,6 +4,8 @@
  * remote.ts). Both hand back the same run views and numbered events, so every command renders
  * the same output in both modes.
  */
+import { userInfo } from "node:os";
+import type { Acting } from "../kernel/actor.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { PlanningOutcome } from "../planner/index.js";
@@ -72,17 +74,17 @@ export class LocalBackend implements Backend {
   async start(input: StartInput): Promise<Execution> {
     await this.ensureWorkspace();
     // the operator at this terminal owns the database: a person who may relax confirmations where skills allow it
-    const opts = { context: input.context ?? {}, memory: input.memory ?? {}, workspaceId: this.workspace, author: { kind: "person", via: "cli", mayRelaxConfirmation: true } as const };
+    const opts = { context: input.context ?? {}, memory: input.memory ?? {}, workspaceId: this.workspace, author: { kind: "person", via: "cli", mayRelaxConfirmation: true } as const, requestedBy: terminalUser() };
     const { runtime } = this.opened;
     return input.request !== undefined ? runtime.runRequest(input.request, opts) : runtime.run(input.plan, opts);
   }
 
   async confirm(runId: string, input: ConfirmInput): Promise<Execution> {
-    return this.opened.runtime.confirm(runId, input);
+    return this.opened.runtime.confirm(runId, input, terminalUser());
   }
 
   async cancel(runId: string, reason?: string): Promise<Execution> {
-    return this.opened.runtime.cancel(runId, reason);
+    return this.opened.runtime.cancel(runId, reason, terminalUser());
   }
 
   getRun(runId: string): Promise<RunView> {
@@ -110,4 +112,15 @@ export class LocalBackend implements Backend {
   close(): Promise<void> {
     return this.opened.close();
   }
+}
+
+/** On a local database the person at the terminal acts (their OS account names them). */
+function terminalUser(): Acting {
+  let id = "local";
+  try {
+    id = userInfo().username || id;
+  } catch {
+    // no passwd entry (some containers): "local"
+  }
+  return { by: { kind: "user", id }, via: "cli" };
 }

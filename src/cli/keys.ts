@@ -1,11 +1,11 @@
 /**
- * `toolchain keys create --workspace <id> [--skills a,b|pack.*] [--label text] [--permit relax_confirmation]`
+ * `toolchain keys create --workspace <id> [--skills a,b|pack.*] [--label text] [--permit relax_confirmation] [--user <id> [--name text] [--roles approver,viewer]]`
  * `toolchain keys list [--workspace <id>]`
  * `toolchain keys revoke <keyId>`
  * A key is printed once, when created; only its sha256 is stored. With an embedded database, stop
  * the server first (one process owns an embedded database).
  */
-import { KEY_PERMISSIONS, type AccessStore, type KeyPermission } from "../store/access-store.js";
+import { assertKeyUser, KEY_PERMISSIONS, type AccessStore, type KeyPermission, type KeyUser } from "../store/access-store.js";
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -23,7 +23,7 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
     case "create": {
       const workspace = flag(rest, "--workspace");
       if (!workspace) {
-        console.error("usage: toolchain keys create --workspace <id> [--skills a,b] [--label text]");
+        console.error("usage: toolchain keys create --workspace <id> [--skills a,b] [--label text] [--user <id> [--name text] [--roles approver,viewer]]");
         return 2;
       }
       const skills = flag(rest, "--skills");
@@ -36,8 +36,24 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
         console.error(`--permit: unknown permission "${bad}" (known: ${KEY_PERMISSIONS.join(", ")})`);
         return 2;
       }
-      const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label"), permissions: permissions as KeyPermission[] });
-      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, permissions, ...extra }, null, 2));
+      let user: KeyUser | undefined;
+      const userId = flag(rest, "--user");
+      if (userId !== undefined) {
+        const name = flag(rest, "--name");
+        const roles = flag(rest, "--roles");
+        user = { id: userId, ...(name !== undefined ? { name } : {}), ...(roles !== undefined ? { roles: roles.split(",").map((s) => s.trim()).filter(Boolean) as KeyUser["roles"] } : {}) };
+        try {
+          assertKeyUser(user, "--user");
+        } catch (e) {
+          console.error((e as Error).message.replace("--user.name", "--name").replace("--user.roles", "--roles"));
+          return 2;
+        }
+      } else if (rest.includes("--roles") || rest.includes("--name")) {
+        console.error("--roles and --name describe a personal key's user: add --user <id>");
+        return 2;
+      }
+      const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label"), permissions: permissions as KeyPermission[], ...(user ? { user } : {}) });
+      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, permissions, ...(user ? { user } : {}), ...extra }, null, 2));
       console.error("store this key now: it is not shown again");
       return 0;
     }

@@ -54,7 +54,7 @@ export class RemoteBackend implements Backend {
     try {
       return await fetch(this.base + path, {
         method,
-        headers: { authorization: `Bearer ${this.key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        headers: { authorization: `Bearer ${this.key}`, "x-toolchain-client": "cli", ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal,
       });

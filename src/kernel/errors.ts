@@ -44,12 +44,18 @@ export const ErrorCode = {
   RUN_NOT_FOUND: "RUN_NOT_FOUND",
   CONFIRMATION_NOT_PENDING: "CONFIRMATION_NOT_PENDING",
   INVALID_DECISION: "INVALID_DECISION",
+  /** The step's approval policy does not let this principal decide (its roles or users). */
+  NOT_ALLOWED_TO_DECIDE: "NOT_ALLOWED_TO_DECIDE",
+  /** The policy says `allowRequester: false` and this principal started the run. */
+  REQUESTER_CANNOT_APPROVE: "REQUESTER_CANNOT_APPROVE",
   RUN_NOT_ACTIVE: "RUN_NOT_ACTIVE",
   /** The run could not be executed or persisted (its drive failed repeatedly): a run error, not a request error. */
   DRIVE_FAILED: "DRIVE_FAILED",
   INTERNAL: "INTERNAL",
   // HTTP API (src/api/errors.ts maps every code to a status)
   UNAUTHORIZED: "UNAUTHORIZED",
+  /** The principal's workspace roles do not grant this action (a viewer starting a run). */
+  ROLE_NOT_ALLOWED: "ROLE_NOT_ALLOWED",
   NOT_FOUND: "NOT_FOUND",
   INVALID_JSON: "INVALID_JSON",
   INVALID_BODY: "INVALID_BODY",

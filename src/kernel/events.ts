@@ -25,6 +25,10 @@ export const EventType = {
   /** strict rollback stopped at a failed compensation: an operator decides (retry / skip / stop) */
   rollback_waiting_decision: "rollback_waiting_decision",
   run_waiting_confirmation: "run_waiting_confirmation",
+  /** a cancel was asked for: who asked (`by`), through which surface (`via`), why (written by the runtime when it records the request) */
+  run_cancel_requested: "run_cancel_requested",
+  /** one approval of a quorum that is not complete yet (`by`, `via`, how many are still needed) */
+  approval_given: "approval_given",
   /** a resume value that does not parse or answers no waiting step (LangGraph Studio, the SDK): the interrupt is raised again with the error */
   resume_rejected: "resume_rejected",
   run_completed: "run_completed",

@@ -148,9 +148,10 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
         }
         const outcome =
           answer.kind === "cancel_run"
-            ? await service.cancel(p, view.runId, { reason: answer.comment ?? "cancelled by the user when asked to confirm a step" })
+            ? await service.cancel(p, view.runId, { reason: answer.comment ?? "cancelled by the user when asked to confirm a step" }, "mcp")
             : // the answer is for the wait it was asked about: if the step now waits in another round, it is refused
-              await service.confirm(p, view.runId, { stepId: step.stepId, decision: answer.decision, round: step.round ?? 0, ...(answer.comment ? { comment: answer.comment } : {}) });
+              // elicitation asks the person behind the session: the decision is theirs, through MCP
+              await service.confirm(p, view.runId, { stepId: step.stepId, decision: answer.decision, round: step.round ?? 0, ...(answer.comment ? { comment: answer.comment } : {}) }, "mcp");
         view = outcome.view;
         if (outcome.kind === "accepted") break; // still running after the server's wait limit
       } catch (e) {
@@ -182,7 +183,7 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
           const steps = (args.plan?.steps ?? []).map((st) => ({ stepId: st.stepId, status: "pending" as const }));
           stop = followProgress(extra, runId, 0, async () => steps);
         },
-      }, MCP_AUTHOR); // a plan from an MCP client is an agent's: clamped and budgeted (src/plan/admission.ts)
+      }, MCP_AUTHOR, "mcp"); // a plan from an MCP client is an agent's: clamped and budgeted (src/plan/admission.ts)
       return runToolResult(await askUntilSettled(p, outcome, extra));
     } finally {
       stop();
@@ -198,7 +199,7 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
     const before = await service.view(p, runId);
     const stop = followProgress(extra, runId, row.lastSeq, async () => before.steps);
     try {
-      const outcome = await service.confirm(p, runId, decision);
+      const outcome = await service.confirm(p, runId, decision, "mcp");
       return runToolResult(await askUntilSettled(p, outcome, extra));
     } finally {
       stop();
@@ -206,7 +207,7 @@ export function createToolchainMcpServer(o: McpToolsOptions): McpServer {
   }));
 
   server.registerTool(cancelToolChainRunTool.name, { ...cancelToolChainRunTool }, guarded(async (args, extra) => {
-    const outcome = await service.cancel(o.principal(extra), args.runId, { reason: args.reason ?? "cancelled through MCP" });
+    const outcome = await service.cancel(o.principal(extra), args.runId, { reason: args.reason ?? "cancelled through MCP" }, "mcp");
     return runToolResult(outcome.view);
   }));
 

@@ -11,6 +11,7 @@
  * Pure: the runtime admits before it creates a run, the graph's planner node admits again (a
  * plan given to the graph directly, or edited in the checkpoint, goes through the same code).
  */
+import type { Actor, Via } from "../kernel/actor.js";
 import { ErrorCode } from "../kernel/errors.js";
 import { mayRelax, plannedConfirmation } from "../kernel/confirmation.js";
 import type { Skill } from "../skills/contract.js";
@@ -18,6 +19,9 @@ import { clampPlan, type ClampLimits, type PlanWarning } from "./clamp.js";
 import { collectRefs } from "./refs.js";
 import type { ToolChainStep } from "./schema.js";
 import { PlanValidationError, type PlanIssue } from "./validate.js";
+
+/** The principal who started a run, and the surface they used. */
+export type Requester = Actor & { via: Via };
 
 export type AuthorKind = "person" | "model" | "agent";
 export const AUTHOR_KINDS: readonly AuthorKind[] = ["person", "model", "agent"];
@@ -47,6 +51,8 @@ export const LIBRARY_AUTHOR: PlanAuthor = { kind: "person", via: "library", mayR
 
 export interface Admission {
   author: PlanAuthor;
+  /** Who asked for the run (src/kernel/actor.ts); absent on runs recorded before principals existed. */
+  requestedBy?: Requester;
   /** One per change made to the plan (clamps) or note about it. */
   warnings: PlanWarning[];
 }

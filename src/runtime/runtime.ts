@@ -15,10 +15,11 @@ import { coreSkills } from "../../skills/core/index.js";
 import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { fault, FaultPoint } from "../kernel/faults.js";
-import type { RunEvent } from "../kernel/events.js";
+import { EventType, type RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
-import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
+import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget, type Requester } from "../plan/admission.js";
+import { LIBRARY_ACTING, type Acting, type Decider } from "../kernel/actor.js";
 
 /** A validated plan and its admission (who wrote it, what was clamped). */
 export type AdmittedPlan = CompiledPlan & { admission: Admission };
@@ -84,6 +85,8 @@ export interface RunOptions {
    * @default { kind: "person", via: "library", mayRelaxConfirmation: true } (the embedding code)
    */
   author?: PlanAuthor;
+  /** Who asked for the run, through which surface (recorded as the run's `requestedBy`). @default LIBRARY_ACTING */
+  requestedBy?: Acting;
 }
 
 export interface RunHandle {
@@ -114,6 +117,12 @@ export const ConfirmInputSchema = z
   })
   .strict();
 export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
+
+/** The run's requester as recorded (library callers that say nothing: the library). */
+function requesterOf(opts: RunOptions): Requester {
+  const a = opts.requestedBy ?? LIBRARY_ACTING;
+  return { ...a.by, via: a.via };
+}
 
 const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
 
@@ -251,7 +260,7 @@ export class Runtime {
     const workspaceId = opts.workspaceId ?? "default";
     // no plan in the graph's input: the planner node plans the request
     // the plan will be the planner's (author: model); who asked is kept with the request
-    const admission: Admission = { author: { kind: "model", via: "planner" }, warnings: [] };
+    const admission: Admission = { author: { kind: "model", via: "planner" }, warnings: [], requestedBy: requesterOf(opts) };
     const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now, admission } };
     const created = this.store.createRun({
       runId,
@@ -268,7 +277,7 @@ export class Runtime {
 
   private prepare(plan: unknown, opts: RunOptions) {
     const compiled: AdmittedPlan = opts.compiled && "admission" in opts.compiled ? (opts.compiled as AdmittedPlan) : opts.compiled ? { ...opts.compiled, admission: this.admit(opts.compiled.plan, opts.author).admission } : this.validate(plan, opts);
-    const admission = compiled.admission;
+    const admission: Admission = { ...compiled.admission, requestedBy: requesterOf(opts) };
     const runId = opts.runId ?? randomUUID();
     // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
     rememberCompiled(this.env, runId, compiled);
@@ -292,7 +301,7 @@ export class Runtime {
    * except an exact repeat of the decision already taken, which answers with the current state
    * and resumes nothing (also when the repeats race each other).
    */
-  async confirm(runId: string, input: ConfirmInput): Promise<RunHandle> {
+  async confirm(runId: string, input: ConfirmInput, acting: Decider = LIBRARY_ACTING): Promise<RunHandle> {
     const parsed = ConfirmInputSchema.safeParse(input);
     if (!parsed.success) throw new ToolchainError(ErrorCode.INVALID_DECISION, `invalid decision: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
     const d = parsed.data;
@@ -333,6 +342,8 @@ export class Runtime {
     }
     decision.at = new Date(this.env.now()).toISOString();
     decision.round = pending.round ?? 0;
+    decision.by = acting.by;
+    decision.via = acting.via;
     const recorded = await this.store.recordDecision(runId, d.stepId, decision.round, decision);
     fault(FaultPoint.decision_recorded);
     if (recorded === "duplicate") return this.follow(runId);
@@ -411,13 +422,14 @@ export class Runtime {
    * signal, then completed steps are compensated. A run that can no longer change answers with its
    * current view.
    */
-  async cancel(runId: string, reason = "cancelled by request"): Promise<RunHandle> {
+  async cancel(runId: string, reason = "cancelled by request", acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
     if (typeof reason !== "string" || reason.length > 2_000) throw new ToolchainError(ErrorCode.INVALID_DECISION, "reason: a string of at most 2000 characters");
     assertStorable(reason, "reason");
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
-    await this.store.requestCancel(runId, reason);
+    await this.store.requestCancel(runId, reason, acting);
+    if (!row.cancelRequest) await this.recordCancelEvent(runId, reason, acting);
     const local = this.active.get(runId);
     if (local) {
       await local.ready;
@@ -425,6 +437,17 @@ export class Runtime {
       return this.handleOf(local);
     }
     return this.redrive(runId);
+  }
+
+  /**
+   * The audit trail of a cancel: one `run_cancel_requested` event naming who asked, written when
+   * the request is first recorded (the row's first request wins, so racing cancels name the same principal).
+   */
+  private async recordCancelEvent(runId: string, reason: string, acting: Acting): Promise<void> {
+    const stored = (await this.store.getRow(runId))?.cancelRequest;
+    const by = stored?.by ?? acting.by;
+    const via = stored?.via ?? acting.via;
+    await this.store.append(runId, [{ type: EventType.run_cancel_requested, at: new Date(this.env.now()).toISOString(), data: { reason: stored?.reason ?? reason, by, via }, key: "run_cancel_requested" }]);
   }
 
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */

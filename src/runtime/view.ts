@@ -1,8 +1,8 @@
 /** The run view: one shape for the library, the API and the CLI, derived from graph state. */
-import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
+import type { Decision, PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
 import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
 import type { StepError } from "../kernel/errors.js";
-import type { Admission } from "../plan/admission.js";
+import type { Admission, Requester } from "../plan/admission.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { exportPlanGraph, type PlanGraph } from "../plan/graph-export.js";
@@ -24,6 +24,22 @@ export interface StepView {
   rollback: { status: RollbackStatus; error: StepError | null } | null;
   /** Set while the step waits for a serial key or resource held by other steps (it has not started). */
   waitingFor: WaitingFor | null;
+  /** The last decision applied to the step: what, who, through which surface, when. */
+  decision: DecisionView | null;
+}
+
+export interface DecisionView {
+  decision: Decision["decision"];
+  by: Decision["by"] | null;
+  via: Decision["via"] | null;
+  at: string | null;
+  comment: string | null;
+  approvals?: Decision["approvals"];
+}
+
+export function decisionView(d: Decision | undefined): DecisionView | null {
+  if (!d) return null;
+  return { decision: d.decision, by: d.by ?? null, via: d.via ?? null, at: d.at ?? null, comment: d.comment ?? null, ...(d.approvals?.length ? { approvals: d.approvals } : {}) };
 }
 
 export interface RunView {
@@ -41,6 +57,8 @@ export interface RunView {
   planning: PlanningRecord | null;
   /** Who wrote the plan (a person, the model, an agent), through which surface, and what admission clamped. */
   admission: Admission | null;
+  /** Who started the run, through which surface (null: a run recorded before principals existed). */
+  requestedBy: Requester | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -68,6 +86,7 @@ export function buildRunView(state: RunState): RunView {
       retrySuppressed: r.retrySuppressed ?? null,
       rollback: r.rollback ? { status: r.rollback, error: r.rollbackError ?? null } : null,
       waitingFor: null,
+      decision: decisionView(s.decisions?.[p.stepId]),
     };
   });
   const terminal = ["completed", "failed", "cancelled", "rolled_back", "rollback_failed"].includes(s.status);
@@ -86,6 +105,7 @@ export function buildRunView(state: RunState): RunView {
     graph: exportPlanGraph(s.plan, (id) => rec(id).status),
     planning: s.planning ?? null,
     admission: s.admission ?? null,
+    requestedBy: s.admission?.requestedBy ?? null,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

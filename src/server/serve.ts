@@ -14,7 +14,7 @@ import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
 import { defaultDataDir } from "../store/db.js";
-import { KEY_PERMISSIONS, type ConfiguredKey } from "../store/access-store.js";
+import { assertKeyUser, KEY_PERMISSIONS, type ConfiguredKey } from "../store/access-store.js";
 import { MAX_TIMER_MS } from "../plan/schema.js";
 import { maxValueBytes } from "../kernel/value-budget.js";
 import type { SseOptions } from "../api/sse.js";
@@ -66,6 +66,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
   if (!Array.isArray(keys) || keys.some((k) => typeof k?.workspace !== "string" || typeof k?.key !== "string" || k.key.length < 32 || badPermissions(k))) {
     throw new TypeError(`Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`);
   }
+  keys.forEach((k, i) => {
+    if (k.user === undefined) return;
+    try {
+      assertKeyUser(k.user, `TOOLCHAIN_API_KEYS[${i}].user`);
+    } catch (e) {
+      throw new TypeError(`Expected ${(e as Error).message}`);
+    }
+  });
   const databaseUrl = env.DATABASE_URL || undefined;
   maxValueBytes(env); // read where values are made (src/kernel/value-budget.ts); a bad value fails the start, not a run
   return {

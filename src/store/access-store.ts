@@ -4,6 +4,7 @@
  * enough: there is nothing to brute-force).
  */
 import { createHash, randomBytes } from "node:crypto";
+import { ROLES, USER_ID, type Actor, type ActorKind, type Role } from "../kernel/actor.js";
 
 export interface Workspace {
   workspaceId: string;
@@ -20,19 +21,55 @@ export interface ApiKeyInfo {
   label: string | null;
   createdAt: string;
   revokedAt: string | null;
+  /** A personal key's user id. */
+  userId?: string;
 }
 
 /** What a key may do beyond running, reading and deciding. */
 export type KeyPermission = "relax_confirmation";
 export const KEY_PERMISSIONS: readonly KeyPermission[] = ["relax_confirmation"];
 
-/** Who is calling: resolved from a key. */
+/** A personal key's person: decisions made with the key are theirs. */
+export interface KeyUser {
+  id: string;
+  name?: string;
+  /** Roles in the key's workspace; absent: every power (like a key without a user). */
+  roles?: Role[];
+}
+
+/** Who is calling: resolved from a key (or a signed-in token, src/api/oidc.ts). */
 export interface Principal {
   workspaceId: string;
   keyId: string;
   allowedSkills: string[] | null;
   /** `relax_confirmation`: plans sent with this key may say `requireConfirmation: false` where the skill allows it. */
   permissions?: readonly KeyPermission[];
+  /** The person behind a personal key or a token; absent: a service key. */
+  user?: KeyUser;
+  /** @default "service" (or "user" when `user` is set) */
+  kind?: ActorKind;
+}
+
+/** The principal as the run history records it. */
+export function actorOf(p: Principal): Actor {
+  if (p.user) return { kind: p.kind ?? "user", id: p.user.id, ...(p.user.name ? { name: p.user.name } : {}) };
+  return { kind: p.kind ?? "service", id: p.keyId };
+}
+
+/** The principal's roles; undefined: every power. */
+export function rolesOf(p: Principal): readonly Role[] | undefined {
+  return p.user?.roles;
+}
+
+/** A key's user as configured or given to `keys create`; throws naming the field. */
+export function assertKeyUser(u: unknown, field = "user"): asserts u is KeyUser {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) throw new TypeError(`${field}: expected { id, name?, roles? }`);
+  const o = u as Record<string, unknown>;
+  if (typeof o.id !== "string" || !USER_ID.test(o.id)) throw new TypeError(`${field}.id: expected to match ${USER_ID}`);
+  if (o.name !== undefined && (typeof o.name !== "string" || o.name.length > 200 || /[\u0000-\u001f]/.test(o.name))) throw new TypeError(`${field}.name: expected a string of at most 200 printable characters`);
+  if (o.roles !== undefined && (!Array.isArray(o.roles) || o.roles.some((r) => !ROLES.includes(r as Role)))) throw new TypeError(`${field}.roles: expected a list of ${ROLES.join(", ")}`);
+  const extra = Object.keys(o).find((k) => !["id", "name", "roles"].includes(k));
+  if (extra) throw new TypeError(`${field}.${extra}: unknown field`);
 }
 
 export interface AccessStore {
@@ -40,7 +77,7 @@ export interface AccessStore {
   ensureWorkspace(workspaceId: string, opts?: { allowedSkills?: string[] | null }): Promise<Workspace>;
   getWorkspace(workspaceId: string): Promise<Workspace | undefined>;
   /** A new key (or `key`, a configured one, imported idempotently) for an existing workspace. */
-  createKey(workspaceId: string, opts?: { label?: string; key?: string; permissions?: readonly KeyPermission[] }): Promise<{ key: string; info: ApiKeyInfo }>;
+  createKey(workspaceId: string, opts?: CreateKeyOptions): Promise<{ key: string; info: ApiKeyInfo }>;
   listKeys(workspaceId?: string): Promise<ApiKeyInfo[]>;
   /** false when no such key (or already revoked). */
   revokeKey(keyId: string): Promise<boolean>;
@@ -55,6 +92,14 @@ export interface AccessStore {
   syncConfiguredKeys(keys: readonly ConfiguredKey[]): Promise<{ active: number; revoked: number }>;
 }
 
+export interface CreateKeyOptions {
+  label?: string;
+  key?: string;
+  permissions?: readonly KeyPermission[];
+  /** A personal key: its decisions are this person's. */
+  user?: KeyUser;
+}
+
 export interface ConfiguredKey {
   workspace: string;
   /** The key itself; it is stored hashed. */
@@ -63,6 +108,8 @@ export interface ConfiguredKey {
   skills?: string[];
   /** e.g. ["relax_confirmation"]; absent: none. */
   permissions?: KeyPermission[];
+  /** A personal key: `{ id, name?, roles? }`. */
+  user?: KeyUser;
 }
 
 export const WORKSPACE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -103,7 +150,7 @@ export function skillMatcher(allowed: readonly string[] | null): ((name: string)
 /** In-process AccessStore: for library use and tests without a database. */
 export class MemoryAccessStore implements AccessStore {
   private readonly workspaces = new Map<string, Workspace>();
-  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created"; permissions: readonly KeyPermission[] }>();
+  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created"; permissions: readonly KeyPermission[]; user?: KeyUser }>();
 
   async ensureWorkspace(workspaceId: string, opts: { allowedSkills?: string[] | null } = {}): Promise<Workspace> {
     assertWorkspaceId(workspaceId);
@@ -117,13 +164,14 @@ export class MemoryAccessStore implements AccessStore {
     const ws = this.workspaces.get(workspaceId);
     return ws ? { ...ws } : undefined;
   }
-  async createKey(workspaceId: string, opts: { label?: string; key?: string; permissions?: readonly KeyPermission[] } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+  async createKey(workspaceId: string, opts: CreateKeyOptions = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+    if (opts.user) assertKeyUser(opts.user);
     if (!this.workspaces.has(workspaceId)) throw new TypeError(`workspace "${workspaceId}" does not exist`);
     const key = opts.key ?? newApiKey();
     const hash = hashApiKey(key);
     const existing = [...this.keys.values()].find((k) => k.hash === hash);
     if (existing) return { key, info: strip(existing) };
-    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created", permissions: [...(opts.permissions ?? [])] };
+    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created", permissions: [...(opts.permissions ?? [])], ...(opts.user ? { user: { ...opts.user } } : {}) };
     this.keys.set(info.keyId, info);
     return { key, info: strip(info) };
   }
@@ -140,7 +188,7 @@ export class MemoryAccessStore implements AccessStore {
     const hash = hashApiKey(key);
     const k = [...this.keys.values()].find((x) => x.hash === hash && !x.revokedAt);
     if (!k) return undefined;
-    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null, permissions: k.permissions };
+    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null, permissions: k.permissions, ...(k.user ? { user: k.user } : {}) };
   }
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
     return [...this.keys.values()].filter((k) => opts.includeRevoked || !k.revokedAt).length;
@@ -153,12 +201,13 @@ export class MemoryAccessStore implements AccessStore {
       wanted.add(hash);
       const existing = [...this.keys.values()].find((k) => k.hash === hash);
       if (!existing) {
-        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured", permissions: c.permissions ?? [] });
+        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured", permissions: c.permissions ?? [], ...(c.user ? { user: c.user } : {}) });
         this.keys.get(info.keyId)!.source = "configured";
       } else if (existing.source === "configured") {
         existing.workspaceId = c.workspace;
         existing.revokedAt = null;
         existing.permissions = [...(c.permissions ?? [])];
+        existing.user = c.user ? { ...c.user } : undefined;
       }
     }
     let revoked = 0;
@@ -172,7 +221,7 @@ export class MemoryAccessStore implements AccessStore {
   }
 }
 
-function strip(k: ApiKeyInfo & { hash?: string; source?: string; permissions?: unknown }): ApiKeyInfo {
-  const { hash: _hash, source: _source, permissions: _permissions, ...info } = k;
-  return { ...info };
+function strip(k: ApiKeyInfo & { hash?: string; source?: string; permissions?: unknown; user?: KeyUser }): ApiKeyInfo {
+  const { hash: _hash, source: _source, permissions: _permissions, user, ...info } = k;
+  return { ...info, ...(user ? { userId: user.id } : {}) };
 }

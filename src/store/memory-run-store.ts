@@ -1,4 +1,5 @@
 /** RunStore in process memory: the library default and the reference for the shared store suite. */
+import type { Acting } from "../kernel/actor.js";
 import type { Decision } from "../../graphs/state.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
@@ -144,10 +145,10 @@ export class MemoryRunStore implements RunStore {
     }
     return out;
   }
-  async requestCancel(runId: string, reason: string): Promise<void> {
+  async requestCancel(runId: string, reason: string, acting?: Acting): Promise<void> {
     const e = this.get(runId);
     if (TERMINAL_RUN.has(e.row.status) && !e.row.pendingConfirmations.length) return;
-    e.row.cancelRequest ??= { reason, at: new Date(this.now()).toISOString() };
+    e.row.cancelRequest ??= { reason, at: new Date(this.now()).toISOString(), ...(acting ? { by: acting.by, via: acting.via } : {}) };
   }
   async controlRequests(runId: string): Promise<ControlRequests> {
     const e = this.runs.get(runId);

@@ -178,6 +178,9 @@ export function migrations(db: Pick<Database, "schema">): string[] {
     `ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN admission jsonb;`,
     // 8: what a key may do beyond running, reading and deciding (e.g. "relax_confirmation")
     `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN permissions jsonb NOT NULL DEFAULT '[]'::jsonb;`,
+    // 9: personal keys (the person and their roles) and who asked for a cancel (src/kernel/actor.ts)
+    `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN key_user jsonb;
+    ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN cancel_by jsonb;`,
   ];
 }
 

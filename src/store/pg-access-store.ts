@@ -9,8 +9,9 @@ import {
   newKeyId,
   type AccessStore,
   type ApiKeyInfo,
-  type KeyPermission,
+  assertKeyUser,
   type ConfiguredKey,
+  type CreateKeyOptions,
   type Principal,
   type Workspace,
 } from "./access-store.js";
@@ -22,10 +23,11 @@ interface KeyRow {
   label: string | null;
   created_at: Date;
   revoked_at: Date | null;
+  key_user: { id: string } | null;
 }
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-const toInfo = (r: KeyRow): ApiKeyInfo => ({ keyId: r.key_id, workspaceId: r.workspace_id, prefix: r.key_prefix, label: r.label, createdAt: iso(r.created_at)!, revokedAt: iso(r.revoked_at) });
+const toInfo = (r: KeyRow): ApiKeyInfo => ({ keyId: r.key_id, workspaceId: r.workspace_id, prefix: r.key_prefix, label: r.label, createdAt: iso(r.created_at)!, revokedAt: iso(r.revoked_at), ...(r.key_user ? { userId: r.key_user.id } : {}) });
 
 export class PgAccessStore implements AccessStore {
   private readonly ws: string;
@@ -56,13 +58,14 @@ export class PgAccessStore implements AccessStore {
     return r ? { workspaceId: r.workspace_id, allowedSkills: r.allowed_skills, createdAt: iso(r.created_at)! } : undefined;
   }
 
-  async createKey(workspaceId: string, opts: { label?: string; key?: string; permissions?: readonly KeyPermission[] } = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+  async createKey(workspaceId: string, opts: CreateKeyOptions = {}): Promise<{ key: string; info: ApiKeyInfo }> {
+    if (opts.user) assertKeyUser(opts.user);
     if (!(await this.getWorkspace(workspaceId))) throw new TypeError(`workspace "${workspaceId}" does not exist`);
     const key = opts.key ?? newApiKey();
     // a configured key imported again is the same key: keep the first row
     await this.db.pool.query(
-      `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, permissions) VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (key_sha256) DO NOTHING`,
-      [newKeyId(), workspaceId, hashApiKey(key), keyPrefix(key), opts.label ?? null, JSON.stringify(opts.permissions ?? [])],
+      `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, permissions, key_user) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) ON CONFLICT (key_sha256) DO NOTHING`,
+      [newKeyId(), workspaceId, hashApiKey(key), keyPrefix(key), opts.label ?? null, JSON.stringify(opts.permissions ?? []), opts.user ? JSON.stringify(opts.user) : null],
     );
     const { rows } = await this.db.pool.query<KeyRow>(`SELECT * FROM ${this.keys} WHERE key_sha256 = $1`, [hashApiKey(key)]);
     return { key, info: toInfo(rows[0]!) };
@@ -83,12 +86,12 @@ export class PgAccessStore implements AccessStore {
 
   async authenticate(key: string): Promise<Principal | undefined> {
     const { rows } = await this.db.pool.query(
-      `SELECT k.key_id, k.workspace_id, k.permissions, w.allowed_skills FROM ${this.keys} k JOIN ${this.ws} w USING (workspace_id)
+      `SELECT k.key_id, k.workspace_id, k.permissions, k.key_user, w.allowed_skills FROM ${this.keys} k JOIN ${this.ws} w USING (workspace_id)
        WHERE k.key_sha256 = $1 AND k.revoked_at IS NULL`,
       [hashApiKey(key)],
     );
     const r = rows[0];
-    return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills, permissions: r.permissions ?? [] } : undefined;
+    return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills, permissions: r.permissions ?? [], ...(r.key_user ? { user: r.key_user } : {}) } : undefined;
   }
 
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
@@ -101,10 +104,10 @@ export class PgAccessStore implements AccessStore {
       await this.ensureWorkspace(c.workspace, c.skills ? { allowedSkills: c.skills } : {});
       // a configured key follows the configuration (workspace, revocation); a created one is left alone
       await this.db.pool.query(
-        `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source, permissions) VALUES ($1, $2, $3, $4, 'configured', 'configured', $5::jsonb)
-         ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL, permissions = EXCLUDED.permissions
+        `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source, permissions, key_user) VALUES ($1, $2, $3, $4, 'configured', 'configured', $5::jsonb, $6::jsonb)
+         ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL, permissions = EXCLUDED.permissions, key_user = EXCLUDED.key_user
          WHERE ${this.keys}.source = 'configured'`,
-        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key), JSON.stringify(c.permissions ?? [])],
+        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key), JSON.stringify(c.permissions ?? []), c.user ? JSON.stringify(c.user) : null],
       );
     }
     const { rowCount } = await this.db.pool.query(

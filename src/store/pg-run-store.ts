@@ -4,10 +4,11 @@
  */
 import type pg from "pg";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { Acting } from "../kernel/actor.js";
 import type { Decision } from "../../graphs/state.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
-import type { RunView } from "../runtime/view.js";
+import { decisionView, type RunView } from "../runtime/view.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
@@ -135,7 +136,7 @@ export class PgRunStore implements RunStore {
       checkpointPruned: r.checkpoint_pruned_at !== null,
       planningInput: r.planning_input ?? null,
       error: r.error ?? null,
-      cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString() } : null,
+      cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) } : null,
       driveFailures: Number(r.drive_failures ?? 0),
       admission: r.admission ?? null,
     };
@@ -347,6 +348,9 @@ export class PgRunStore implements RunStore {
     if (!r) return undefined;
     const steps = await this.db.pool.query(`SELECT * FROM ${this.steps} WHERE run_id = $1`, [runId]);
     const byId = new Map(steps.rows.map((s) => [s.step_id, s]));
+    // the latest applied decision of each step (who decided stays visible after checkpoints are pruned)
+    const decided = await this.db.pool.query(`SELECT DISTINCT ON (step_id) step_id, decision FROM ${this.decisions} WHERE run_id = $1 AND applied ORDER BY step_id, round DESC`, [runId]);
+    const decisionOf = new Map(decided.rows.map((d) => [d.step_id as string, d.decision as Decision]));
     const plan = r.plan as RunView["plan"];
     const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
     const stepViews = plan.steps.map((p) => {
@@ -365,6 +369,7 @@ export class PgRunStore implements RunStore {
         usedFallback: false,
         retrySuppressed: null,
         waitingFor: null,
+        decision: decisionView(decisionOf.get(p.stepId)),
         rollback: s?.rollback_status ? { status: s.rollback_status, error: s.rollback_error ?? null } : null,
       };
     });
@@ -382,6 +387,7 @@ export class PgRunStore implements RunStore {
       graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
       planning: r.planning ?? null,
       admission: r.admission ?? null,
+      requestedBy: r.admission?.requestedBy ?? null,
       createdAt: new Date(r.created_at).toISOString(),
       updatedAt: new Date(r.updated_at).toISOString(),
     };
@@ -445,18 +451,20 @@ export class PgRunStore implements RunStore {
     return rows.map((r) => r.run_id);
   }
 
-  async requestCancel(runId: string, reason: string): Promise<void> {
+  async requestCancel(runId: string, reason: string, acting?: Acting): Promise<void> {
+    // the first cancel's reason and principal win together
     await this.db.pool.query(
-      `UPDATE ${this.runs} SET cancel_reason = COALESCE(cancel_reason, $2), cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+      `UPDATE ${this.runs} SET cancel_reason = COALESCE(cancel_reason, $2), cancel_by = CASE WHEN cancel_requested_at IS NULL THEN $3::jsonb ELSE cancel_by END,
+         cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
        WHERE run_id = $1 AND NOT (status IN ('completed','failed','cancelled','rolled_back','rollback_failed') AND pending_confirmations = '[]'::jsonb)`,
-      [runId, reason],
+      [runId, reason, acting ? JSON.stringify(acting) : null],
     );
     this.generations?.bump(runId);
   }
 
   async controlRequests(runId: string): Promise<ControlRequests> {
     const { rows } = await this.db.pool.query(
-      `SELECT r.cancel_reason, r.cancel_requested_at,
+      `SELECT r.cancel_reason, r.cancel_requested_at, r.cancel_by,
          (SELECT coalesce(json_agg(json_build_object('stepId', d.step_id, 'round', d.round, 'decision', d.decision) ORDER BY d.created_at), '[]'::json)
           FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied) AS decisions
        FROM ${this.runs} r WHERE r.run_id = $1`,
@@ -465,7 +473,7 @@ export class PgRunStore implements RunStore {
     const r = rows[0];
     if (!r) return { cancel: null, decisions: [] };
     return {
-      cancel: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString() } : null,
+      cancel: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) } : null,
       decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({ ...d, round: Number(d.round) })),
     };
   }

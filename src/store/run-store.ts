@@ -3,6 +3,7 @@
  * Two implementations keep it: MemoryRunStore (tests, library default) and PgRunStore.
  */
 import type { Decision } from "../../graphs/state.js";
+import type { Acting, Actor, Via } from "../kernel/actor.js";
 import type { Admission } from "../plan/admission.js";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
@@ -63,6 +64,9 @@ export interface RunRow {
 export interface CancelRequest {
   reason: string;
   at: string;
+  /** Who asked (absent on runs cancelled before principals were recorded). */
+  by?: Actor;
+  via?: Via;
 }
 
 /** How often a run whose drive throws is driven again, and how long to wait in between. */
@@ -189,7 +193,7 @@ export interface RunStore extends EventLog, IntentLog {
    */
   claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]>;
   /** Record a cancel request (the first reason wins); no-op on a run that cannot change any more. */
-  requestCancel(runId: string, reason: string): Promise<void>;
+  requestCancel(runId: string, reason: string, acting?: Acting): Promise<void>;
   /** The cancel request and the unapplied decisions of a run (the running drive's poll). */
   controlRequests(runId: string): Promise<ControlRequests>;
   /**

@@ -19,6 +19,7 @@
  * - runtime calls run outside the agent's LangGraph context, or the runtime's own graph would
  *   inherit the agent's checkpoint namespace and callbacks (and stream into the agent's messages).
  */
+import type { Acting, Actor } from "../kernel/actor.js";
 import { createHash, randomUUID } from "node:crypto";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { tool, type ToolRunnableConfig } from "@langchain/core/tools";
@@ -41,6 +42,12 @@ export interface ToolChainToolsOptions {
   workspaceId?: string;
   /** The skills this agent may use: a predicate, or patterns as on API keys ("core.*", "qtable.notify.send"). Applied on top of the runtime's own allowlist. */
   allowSkill?: ((name: string) => boolean) | readonly string[];
+  /**
+   * The person this agent acts for: runs are recorded as requested by them, and their answers to
+   * the agent's interrupts as their decisions (via "agent"). @default an agent principal, which
+   * approval policies that name users or roles do not accept
+   */
+  actingFor?: Actor;
 }
 
 /** A coded error the model can read and act on (a refused plan, a skill outside the allowlist). */
@@ -165,6 +172,7 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
   const workspaceId = o.workspaceId ?? "default";
   const allowSkill = typeof o.allowSkill === "function" ? o.allowSkill : o.allowSkill ? skillMatcher(o.allowSkill) : undefined;
   const scope: Pick<RunOptions, "workspaceId" | "allowSkill"> = { workspaceId, ...(allowSkill ? { allowSkill } : {}) };
+  const acting: Acting = { by: o.actingFor ?? { kind: "agent", id: "langchain-tools" }, via: "agent" };
 
   const plan = tool(
     async (args: PlanToolChainInput, config: ToolRunnableConfig): Promise<PlanToolChainResult | ToolChainErrorResult> => {
@@ -188,7 +196,7 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
       if (row && row.workspaceId !== workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       if (row || runtime.activeRuns().includes(runId)) return agentResult(await settled(runtime.attach(runId), signal));
       // a plan an agent wrote is clamped and budgeted, whatever it says (src/plan/admission.ts)
-      const opts: RunOptions = { ...scope, context: args.context ?? {}, memory: args.memory ?? {}, runId, author: AGENT_AUTHOR };
+      const opts: RunOptions = { ...scope, context: args.context ?? {}, memory: args.memory ?? {}, runId, author: AGENT_AUTHOR, requestedBy: acting };
       let handle: RunHandle;
       if (args.plan !== undefined) {
         const compiled = await runtime.validateAsync(args.plan, opts); // a coded error before anything exists
@@ -221,13 +229,13 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
     const refused: { stepId?: string; code: string; message: string }[] = [];
     let handle: RunHandle | undefined;
     if ("cancel" in resume) {
-      handle = await runtime.cancel(runId, resume.reason ?? "cancelled when asked to confirm a step");
+      handle = await runtime.cancel(runId, resume.reason ?? "cancelled when asked to confirm a step", acting);
     } else {
       for (const p of shown.pending) {
         const d = resume.decisions[p.stepId];
         if (!d) continue;
         try {
-          handle = await runtime.confirm(runId, { stepId: p.stepId, ...d, round: p.round });
+          handle = await runtime.confirm(runId, { stepId: p.stepId, ...d, round: p.round }, acting);
         } catch (e) {
           const r = coded(e);
           if (!r) throw e;
