@@ -23,6 +23,7 @@ import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "./sc
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { FinishedViews, type FinishedViewsOptions } from "./finished-views.js";
 import { currentView, present, type ApiRunView } from "./views.js";
+import { withApprovals } from "./approval-view.js";
 
 export type Execution = "inline" | "queue";
 
@@ -123,7 +124,7 @@ export class RunService {
   }
 
   async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor, via?: Via): Promise<Outcome> {
-    const o = await this.runOutcome(p, body, traceId, hooks, author, via);
+    const o = await this.forCaller(p, await this.runOutcome(p, body, traceId, hooks, author, via));
     const err = o.view.error;
     if (o.kind === "settled" && o.view.status === "failed" && err?.code === ErrorCode.PLANNING_FAILED) {
       // nothing ran: the request could not be planned (422, like POST /plan); the failed run stays for its events
@@ -167,14 +168,14 @@ export class RunService {
     const row = await this.own(p, runId);
     const { wait, ...input } = body;
     const handle = await this.runtime.confirm(runId, input, { by: actorOf(p), via, roles: rolesOf(p) });
-    return this.afterHandle(p, row, handle, wait ?? true);
+    return this.forCaller(p, await this.afterHandle(p, row, handle, wait ?? true));
   }
 
   async cancel(p: Principal, runId: string, body: { reason?: string; wait?: boolean }, via: Via = "rest"): Promise<Outcome> {
     assertMay(p, "cancel");
     const row = await this.own(p, runId);
     const handle = await this.runtime.cancel(runId, body.reason, { by: actorOf(p), via });
-    return this.afterHandle(p, row, handle, body.wait ?? true);
+    return this.forCaller(p, await this.afterHandle(p, row, handle, body.wait ?? true));
   }
 
   private async afterHandle(p: Principal, row: RunRow, handle: RunHandle, wait: boolean): Promise<Outcome> {
@@ -193,7 +194,26 @@ export class RunService {
 
   async view(p: Principal, runId: string, traceId?: string): Promise<ApiRunView> {
     const row = await this.own(p, runId);
-    return currentView(this.runtime, traceId ? { ...row, traceId } : row);
+    return this.viewFor(p, await currentView(this.runtime, traceId ? { ...row, traceId } : row));
+  }
+
+  /** The view as the caller sees it: each waiting step under a policy with its approval state (src/api/approval-view.ts). */
+  async viewFor(p: Principal, view: ApiRunView): Promise<ApiRunView> {
+    if (!view.pendingConfirmations.length) return view;
+    const pending = await withApprovals(this.runtime, p, view.runId, view.plan, view.pendingConfirmations, view.requestedBy);
+    return pending.some((c) => "approval" in c) ? { ...view, pendingConfirmations: pending } : view;
+  }
+
+  private async forCaller(p: Principal, o: Outcome): Promise<Outcome> {
+    return { ...o, view: await this.viewFor(p, o.view) };
+  }
+
+  /** A body from the shared cache, with the caller's approval state when a step waits. */
+  private async bodyFor(p: Principal, body: string): Promise<string> {
+    if (!body.includes('"pendingConfirmations":[{')) return body;
+    const view = JSON.parse(body) as ApiRunView;
+    const mine = await this.viewFor(p, view);
+    return mine === view ? body : JSON.stringify(mine);
   }
 
   /** GET /runs/:id as a JSON body, from the cache when it is still current. */
@@ -201,12 +221,12 @@ export class RunService {
     const done = this.finished.get(runId);
     if (done) {
       if (done.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-      return { body: done.body, cache: "hit" };
+      return { body: await this.bodyFor(p, done.body), cache: "hit" };
     }
     const cached = await this.o.cache.lookup(runId);
     if ("hit" in cached) {
       if (cached.hit.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-      return { body: cached.hit.body, cache: "hit" };
+      return { body: await this.bodyFor(p, cached.hit.body), cache: "hit" };
     }
     const row = await this.own(p, runId);
     const view = await currentView(this.runtime, row);
@@ -216,7 +236,7 @@ export class RunService {
       this.finished.set(runId, row.workspaceId, body);
     }
     await this.o.cache.store(runId, cached.miss.version, row.workspaceId, body);
-    return { body, cache: "miss" };
+    return { body: await this.bodyFor(p, body), cache: "miss" };
   }
 
   private async settle(p: Principal, runId: string, result: (signal: AbortSignal) => Promise<RunView>, traceId: string): Promise<Outcome> {

@@ -5,8 +5,11 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import { assertStorable } from "../kernel/storable.js";
 import { actingOf, assertMay, principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
+import { inbox } from "./approval-view.js";
+import { rolesAllow } from "../kernel/actor.js";
+import { rolesOf } from "../store/access-store.js";
 import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
-import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
+import { CancelRequestSchema, ConfirmRequestSchema, DecisionsQuerySchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";
 import type { StreamSlots } from "./stream-slots.js";
@@ -90,6 +93,13 @@ export function runsRouter(o: RunsRouterOptions): Router {
     const sse = open(res, release);
     sse.signal.addEventListener("abort", () => stop.abort(), { once: true });
     await pipeEvents(sse, events);
+  });
+
+  // the inbox: confirmations waiting in the workspace, oldest first; mine=true: those the caller may decide now
+  r.get("/api/tool-chains/decisions", async (req, res) => {
+    const q = parseWith(DecisionsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
+    const p = principalOf(res);
+    res.json({ decisions: await inbox(service.runtime, p, q.mine === "true", rolesAllow(rolesOf(p), "decide")) });
   });
 
   r.get("/api/tool-chains/runs", async (req, res) => {

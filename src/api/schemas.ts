@@ -174,6 +174,8 @@ export const RunViewSchema = z.object({
   updatedAt: z.string(),
 });
 
+export const DecisionsQuerySchema = z.object({ mine: z.enum(["true", "false"]).optional().describe("true: only confirmations the calling principal may decide now") }).strict();
+
 export const RunEventSchema = z.object({
   runId: z.string(),
   seq: z.number().int().min(1),

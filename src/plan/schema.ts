@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ERROR_CODES } from "../kernel/errors.js";
+import { ApprovalPolicySchema } from "../kernel/approval-policy.js";
 
 export const MAX_STEPS = 10_000;
 export const MAX_ATTEMPTS = 10;
@@ -67,6 +68,8 @@ export const ToolChainStepSchema = z
     rollback: RollbackSchema.optional(),
     timeoutMs: z.number().int().positive().max(86_400_000).optional(),
     requireConfirmation: z.boolean().optional(),
+    /** Tightens the skill's approval policy (never loosens it: src/kernel/approval-policy.ts). */
+    approval: ApprovalPolicySchema.optional(),
     fallback: FallbackSchema.optional(),
     onFailure: FailurePolicySchema.optional(),
     /** strict rollback mode: accept that this side effect cannot be compensated. */

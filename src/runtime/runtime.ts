@@ -30,6 +30,7 @@ import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { WriteBarrier } from "./write-barrier.js";
+import { castVote, policyFor } from "./approvals.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
 import type { RunSeed } from "../../graphs/io.js";
 import { MemoryLimits } from "../store/memory-limits.js";
@@ -344,9 +345,16 @@ export class Runtime {
     decision.round = pending.round ?? 0;
     decision.by = acting.by;
     decision.via = acting.via;
+    // the step's approval policy: who may decide, and how many must approve (src/runtime/approvals.ts)
+    const policy = policyFor((n) => this.registry.get(n), row.plan, { ...pending, stepId: d.stepId });
+    const vote = await castVote(this.store, runId, d.stepId, decision, policy, acting, row.admission?.requestedBy);
+    if ("counted" in vote) return this.follow(runId); // the quorum is not complete: the step keeps waiting
+    Object.assign(decision, vote.proceed);
     const recorded = await this.store.recordDecision(runId, d.stepId, decision.round, decision);
     fault(FaultPoint.decision_recorded);
     if (recorded === "duplicate") return this.follow(runId);
+    // two last approvals of a quorum racing: the quorum is complete either way
+    if (recorded === "conflict" && decision.approvals && (await this.store.getDecision(runId, d.stepId, decision.round))?.decision === "approve") return this.follow(runId);
     if (recorded === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} already has a different decision`);
     if (local) {
       // the scheduler is running here, maybe busy on other branches: hand it the decision now

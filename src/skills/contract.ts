@@ -2,6 +2,7 @@
  * The skill contract: one definition serves the kernel, the planner's manifest, the API and agents.
  */
 import type { z } from "zod";
+import type { ApprovalPolicy } from "../kernel/approval-policy.js";
 
 export type SideEffects = "none" | "read" | "write" | "external";
 
@@ -67,6 +68,8 @@ export interface Skill<I = any, O = any> {
    */
   resource?: { name: string; limit: number; perSecond?: number };
   requiresConfirmation?: boolean | ((args: I) => boolean);
+  /** Who may decide this skill's confirmations, and how many must approve (src/kernel/approval-policy.ts). */
+  approval?: ApprovalPolicy;
   /** What the step would do, computed without side effects; shown to the approver. */
   preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;
   /** Undo a completed execution. Absent on a side-effecting skill means "not compensable". */

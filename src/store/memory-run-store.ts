@@ -5,7 +5,7 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
 import { project } from "./projection.js";
-import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { LeaseLostError, plannedBy, sameDecision, voterOf, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
 import type { StepError } from "../kernel/errors.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChangeListener, type RunPage, type RunSummary } from "./run-store.js";
@@ -20,6 +20,8 @@ interface Entry {
   finishedAt?: Date;
   nextAttemptAt?: number;
   decisions: Map<string, { stepId: string; round: number; decision: Decision; applied: boolean }>;
+  /** Quorum votes, in the order they came. */
+  approvals?: { stepId: string; round: number; voter: string; decision: Decision }[];
 }
 
 export class MemoryRunStore implements RunStore {
@@ -178,6 +180,18 @@ export class MemoryRunStore implements RunStore {
     if (prev) return sameDecision(prev.decision, d) ? "duplicate" : "conflict";
     e.decisions.set(k, { stepId, round, decision: d, applied: false });
     return "recorded";
+  }
+  async recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }> {
+    const e = this.get(runId);
+    const list = (e.approvals ??= []);
+    const mine = list.filter((a) => a.stepId === stepId && a.round === round);
+    const prev = mine.find((a) => a.voter === voterOf(d));
+    if (!prev) list.push({ stepId, round, voter: voterOf(d), decision: structuredClone(d) });
+    const votes = list.filter((a) => a.stepId === stepId && a.round === round).map((a) => structuredClone(a.decision));
+    return { result: !prev ? "recorded" : sameDecision(prev.decision, d) ? "duplicate" : "conflict", votes };
+  }
+  async listApprovals(runId: string) {
+    return (this.runs.get(runId)?.approvals ?? []).map(({ stepId, round, decision }) => ({ stepId, round, decision: structuredClone(decision) }));
   }
   async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {
     return this.runs.get(runId)?.decisions.get(`${stepId}\u0000${round}`)?.decision;

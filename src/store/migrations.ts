@@ -181,6 +181,16 @@ export function migrations(db: Pick<Database, "schema">): string[] {
     // 9: personal keys (the person and their roles) and who asked for a cancel (src/kernel/actor.ts)
     `ALTER TABLE ${t("tool_chain_api_keys")} ADD COLUMN key_user jsonb;
     ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN cancel_by jsonb;`,
+    // 10: a quorum's approvals, one per (step, round, principal), durable before the quorum completes
+    `CREATE TABLE ${t("tool_chain_approvals")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      step_id text NOT NULL,
+      round int NOT NULL,
+      principal text NOT NULL,
+      decision jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      PRIMARY KEY (run_id, step_id, round, principal)
+    );`,
   ];
 }
 

@@ -14,7 +14,7 @@ import { table, type Database } from "./db.js";
 import { project } from "./projection.js";
 import { ViewGenerations } from "./view-generations.js";
 import type { ToolChainPlan } from "../plan/schema.js";
-import { LeaseLostError, plannedBy, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import { LeaseLostError, plannedBy, sameDecision, voterOf, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
 import type { StepError } from "../kernel/errors.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
@@ -51,6 +51,7 @@ export class PgRunStore implements RunStore {
   private readonly steps: string;
   private readonly events: string;
   private readonly decisions: string;
+  private readonly approvals: string;
 
   constructor(private readonly db: Database) {
     this.runs = table(db, "tool_chain_runs");
@@ -64,6 +65,7 @@ export class PgRunStore implements RunStore {
     }
     this.events = table(db, "tool_chain_event_logs");
     this.decisions = table(db, "tool_chain_decisions");
+    this.approvals = table(db, "tool_chain_approvals");
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -517,6 +519,23 @@ export class PgRunStore implements RunStore {
     const { rows } = await this.db.pool.query(`SELECT decision FROM ${this.decisions} WHERE run_id = $1 AND step_id = $2 AND round = $3`, [runId, stepId, round]);
     const prev = rows[0]?.decision as Decision | undefined;
     return prev && sameDecision(prev, d) ? "duplicate" : "conflict";
+  }
+
+  async recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }> {
+    const ins = await this.db.pool.query(
+      `INSERT INTO ${this.approvals} (run_id, step_id, round, principal, decision) VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
+      [runId, stepId, round, voterOf(d), JSON.stringify(d)],
+    );
+    const { rows } = await this.db.pool.query(`SELECT principal, decision FROM ${this.approvals} WHERE run_id = $1 AND step_id = $2 AND round = $3 ORDER BY created_at, principal`, [runId, stepId, round]);
+    const votes = rows.map((r) => r.decision as Decision);
+    if (ins.rowCount === 1) return { result: "recorded", votes };
+    const prev = rows.find((r) => r.principal === voterOf(d))?.decision as Decision | undefined;
+    return { result: prev && sameDecision(prev, d) ? "duplicate" : "conflict", votes };
+  }
+
+  async listApprovals(runId: string) {
+    const { rows } = await this.db.pool.query(`SELECT step_id, round, decision FROM ${this.approvals} WHERE run_id = $1 ORDER BY created_at, principal`, [runId]);
+    return rows.map((r) => ({ stepId: r.step_id as string, round: Number(r.round), decision: r.decision as Decision }));
   }
 
   async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {

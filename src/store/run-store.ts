@@ -206,6 +206,14 @@ export interface RunStore extends EventLog, IntentLog {
   /** At most one decision per (run, step, round): concurrent duplicates resolve to one. */
   recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult>;
   getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined>;
+  /**
+   * One principal's vote toward a quorum (its `by` names the principal): at most one per (run,
+   * step, round, principal); an exact repeat is a duplicate, a different one a conflict.
+   * Returns the votes of that wait so far, oldest first.
+   */
+  recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }>;
+  /** The votes recorded for the run's waits, oldest first. */
+  listApprovals(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
   unappliedDecisions(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
   markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void>;
   /**
@@ -249,6 +257,9 @@ export function plannedBy(events: readonly EmittedEvent[]): { plan: ToolChainPla
   const { plan, planner, steps: _steps, ...rest } = e.data as { plan: ToolChainPlan; planner?: Record<string, unknown>; steps?: number };
   return { plan, planning: { ...planner, ...rest } };
 }
+
+/** The principal a vote is counted for. */
+export const voterOf = (d: Decision) => (d.by ? `${d.by.kind}:${d.by.id}` : "unknown");
 
 /** Two decisions are the same when they decide, edit and comment alike (the time does not count). */
 export function sameDecision(a: Decision, b: Decision): boolean {
