@@ -84,8 +84,14 @@ export function registerAdminCommands(program: Command, register: Register): voi
     );
   };
   register(
-    keys.command("create").summary("a key for a workspace (printed once)").requiredOption("--workspace <id>", "the key's workspace (created if new)").option("--skills <list>", "the workspace's skill allowlist: a,b or pack.* (* = every skill)").option("--label <text>", "a label shown by keys list").option("--permit <list>", "permissions: relax_confirmation (plans may remove confirmations where the skill allows it)"),
-    (ctx, _a, o) => keysAction(["create", "--workspace", o.workspace as string, ...(o.skills !== undefined ? ["--skills", o.skills as string] : []), ...(o.label !== undefined ? ["--label", o.label as string] : []), ...(o.permit !== undefined ? ["--permit", o.permit as string] : [])])(ctx),
+    keys.command("create").summary("a key for a workspace (printed once)").requiredOption("--workspace <id>", "the key's workspace (created if new)").option("--skills <list>", "the workspace's skill allowlist: a,b or pack.* (* = every skill)").option("--label <text>", "a label shown by keys list").option("--permit <list>", "permissions: relax_confirmation (plans may remove confirmations where the skill allows it)")
+      .option("--user <id>", "a personal key: decisions made with it are this person's")
+      .option("--name <text>", "with --user: the person's display name")
+      .option("--roles <list>", "with --user: workspace roles admin, operator, approver, viewer (none: every power)"),
+    (ctx, _a, o) => {
+      const pass = (flag: string, v: unknown) => (v !== undefined ? [flag, v as string] : []);
+      return keysAction(["create", "--workspace", o.workspace as string, ...pass("--skills", o.skills), ...pass("--label", o.label), ...pass("--permit", o.permit), ...pass("--user", o.user), ...pass("--name", o.name), ...pass("--roles", o.roles)])(ctx);
+    },
   );
   register(keys.command("list").summary("keys (never the keys themselves)").option("--workspace <id>", "only this workspace's"), (ctx, _a, o) => keysAction(["list", ...(o.workspace ? ["--workspace", o.workspace as string] : [])])(ctx));
   register(keys.command("revoke").summary("revoke a key (exit 1 if there is no such key)").argument("<keyId>"), (ctx, [id]) => keysAction(["revoke", id as string])(ctx));

@@ -180,6 +180,24 @@ export function registerRunCommands(program: Command, register: Register): void 
       }),
   );
   register(
+    program.command("audit").summary("a run's event log (who started, decided, cancelled: `by`, `via`) as JSON lines, for an audit trail").argument("<runId>"),
+    (ctx, [runId]) =>
+      withBackend(ctx, undefined, async (b) => {
+        // every event, one JSON object a line, in order: the log is the audit trail
+        let after = 0;
+        for (;;) {
+          const page = await b.events(runId as string, after);
+          for (const e of page) {
+            const { key: _key, ...event } = e as typeof e & { key?: string };
+            ctx.out(JSON.stringify(event));
+          }
+          if (!page.length || page[page.length - 1]!.seq <= after) break;
+          after = page[page.length - 1]!.seq;
+        }
+        return Exit.ok;
+      }),
+  );
+  register(
     program.command("show").summary("a run: its steps, a timeline of each step's start and end, its events").argument("<runId>"),
     (ctx, [runId]) => withBackend(ctx, undefined, (b) => showCommand(ctx, b, runId as string)),
   );
