@@ -112,7 +112,8 @@ export function actingOf(p: Principal, client: string | undefined): Acting {
   return { by: actorOf(p), via: REST_VIAS.has(v) ? v : "rest" };
 }
 
-const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,512})\s*$/i;
+/** A key (≤ 512 characters) or a signed-in JWT (longer: src/api/oidc.ts). */
+const BEARER = /^Bearer\s+([A-Za-z0-9._~+/=-]{1,8192})\s*$/i;
 
 export function requireKey(auth: Authenticator): RequestHandler {
   return async (req, res, next) => {

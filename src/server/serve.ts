@@ -8,6 +8,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { cachedAuthenticator } from "../api/auth.js";
+import { oidcFromEnv, withOidc, type OidcConfig } from "../api/oidc.js";
 import { createApp, type ApiApp, type AppLimits, type McpOptions } from "../api/app.js";
 import type { Execution } from "../api/run-service.js";
 import { openLive, type Live } from "../live/index.js";
@@ -22,6 +23,8 @@ import type { SseOptions } from "../api/sse.js";
 export type { ConfiguredKey };
 
 export interface ServeConfig {
+  /** Single sign-on (TOOLCHAIN_OIDC_*): bearer JWTs from the identity provider. */
+  oidc?: OidcConfig;
   port: number;
   host: string;
   databaseUrl?: string;
@@ -76,7 +79,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
   });
   const databaseUrl = env.DATABASE_URL || undefined;
   maxValueBytes(env); // read where values are made (src/kernel/value-budget.ts); a bad value fails the start, not a run
+  const oidc = oidcFromEnv(env);
   return {
+    ...(oidc ? { oidc } : {}),
     port: num(env.PORT, 8080),
     host: env.HOST ?? "127.0.0.1",
     databaseUrl,
@@ -160,7 +165,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
     live = await openLive({ store: runtime.store, db, redisUrl: cfg.redisUrl, viewCacheTtlSeconds: cfg.viewCacheTtlSeconds });
     const api = createApp({
       runtime,
-      auth: cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
+      auth: cfg.oidc ? withOidc(cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }), cfg.oidc, access) : cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
       sse: cfg.sse,
       metricsToken: cfg.metricsToken,
       log,
