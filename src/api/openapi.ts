@@ -44,9 +44,10 @@ const sse = { description: "text/event-stream of run events: `id:` seq, `event:`
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), json("Error", ERROR_TEXT[s] ?? "error")]));
 const ERROR_TEXT: Record<number, string> = {
   400: "invalid request (INVALID_JSON, INVALID_BODY, INVALID_QUERY, INVALID_PATH, VALUE_TOO_LARGE) or plan (PLAN_CYCLE, UNKNOWN_SKILL, SKILL_NOT_ALLOWED, ...)",
-  401: "UNAUTHORIZED: missing, unknown or revoked API key",
+  401: "UNAUTHORIZED: missing, unknown or revoked API key (or an invalid sign-in token)",
+  403: "ROLE_NOT_ALLOWED (the principal's workspace roles) / NOT_ALLOWED_TO_DECIDE (the step's approval policy)",
   404: "RUN_NOT_FOUND (also for another workspace's run) or NOT_FOUND",
-  409: "CONFIRMATION_NOT_PENDING / RUN_NOT_ACTIVE / TABLE_NAME_TAKEN / QUOTA_EXCEEDED (a workspace quota: tables or records)",
+  409: "CONFIRMATION_NOT_PENDING / REQUESTER_CANNOT_APPROVE / RUN_NOT_ACTIVE / TABLE_NAME_TAKEN / QUOTA_EXCEEDED (a workspace quota: tables or records)",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE: send application/json",
   429: "TOO_MANY_REQUESTS for this key (see Retry-After)",
@@ -103,6 +104,14 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
       "/api/tool-chains/stream": {
         post: { operationId: "stream", summary: "Run a plan (or plan a request and run it), streaming its events until it is terminal or waits", requestBody: body("RunRequest"), responses: { "200": sse, ...errors(400, 413, 415), ...common } },
       },
+      "/api/tool-chains/decisions": {
+        get: {
+          operationId: "listDecisions",
+          summary: "Confirmations waiting in the workspace, oldest run first, each with the caller's approval state (mine=true: only those the caller may decide now)",
+          parameters: [{ name: "mine", in: "query", required: false, schema: { type: "string", enum: ["true", "false"] } }],
+          responses: { "200": { description: "{ decisions: [{ runId, stepId, round, skillName, arguments, preview, requestedBy, runCreatedAt, approval, youMayDecide }] }", content: { "application/json": { schema: { type: "object" } } } }, ...errors(400), ...common },
+        },
+      },
       "/api/tool-chains/runs": {
         get: {
           operationId: "listRuns",
@@ -131,10 +140,10 @@ export function openApiDocument(opts: { version?: string; serverUrl?: string } =
         },
       },
       "/api/tool-chains/runs/{runId}/confirm": {
-        post: { operationId: "confirm", summary: "Decide a step that waits for confirmation; the run resumes", parameters: [runId], requestBody: body("ConfirmRequest"), responses: { ...runResponses, ...errors(400, 404, 409, 413, 415), ...common } },
+        post: { operationId: "confirm", summary: "Decide a step that waits for confirmation; the run resumes", parameters: [runId], requestBody: body("ConfirmRequest"), responses: { ...runResponses, ...errors(400, 403, 404, 409, 413, 415), ...common } },
       },
       "/api/tool-chains/runs/{runId}/cancel": {
-        post: { operationId: "cancel", summary: "Cancel the run (running steps are aborted, completed ones compensated)", parameters: [runId], requestBody: body("CancelRequest", false), responses: { ...runResponses, ...errors(400, 404, 413, 415), ...common } },
+        post: { operationId: "cancel", summary: "Cancel the run (running steps are aborted, completed ones compensated)", parameters: [runId], requestBody: body("CancelRequest", false), responses: { ...runResponses, ...errors(400, 403, 404, 413, 415), ...common } },
       },
       "/api/skills": {
         get: { operationId: "skills", summary: "The workspace's skill manifest", responses: { "200": json("SkillList", "skills this workspace may use"), ...common } },
