@@ -7,22 +7,11 @@
 import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
 import { ErrorCode } from "../src/kernel/errors.js";
+import { DecisionSchema } from "../src/kernel/decision.js";
 import { EventType } from "../src/kernel/events.js";
 import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate } from "./state.js";
-
-export const DecisionSchema = z
-  .object({
-    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
-    arguments: z.record(z.string(), z.unknown()).optional(),
-    output: z.unknown().optional(),
-    comment: z.string().max(4_000).optional(),
-    at: z.string().optional(),
-    /** The wait answered (see PendingConfirmation.round); omitted = the wait pending now. */
-    round: z.number().int().min(0).optional(),
-  })
-  .strict();
 
 const DecisionsResumeSchema = z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict();
 const CancelResumeSchema = z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict();

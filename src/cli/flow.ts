@@ -5,7 +5,7 @@
  */
 import { createInterface } from "node:readline/promises";
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import type { RunView } from "../runtime/view.js";
 import type { Backend, Execution } from "./backend.js";
 import { exitForStatus, type ExitCode } from "./exit.js";

@@ -4,9 +4,10 @@
  * same projection the run store applies) over what was stored before the drive started.
  */
 import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { Decision } from "../../graphs/state.js";
+import type { Decision } from "../kernel/decision.js";
 import type { RunEvent } from "../kernel/events.js";
-import type { StepStatus } from "../kernel/status.js";
+import { runStatusAfter } from "../kernel/projection.js";
+import type { RunStatus, StepStatus } from "../kernel/status.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import { project } from "../store/projection.js";
 
@@ -17,6 +18,8 @@ export class LiveProjection {
   readonly waitingFor = new Map<string, WaitingFor>();
   /** Decisions handed to the live scheduler, for duplicate detection. */
   readonly decided = new Map<string, Decision>();
+  /** The run status the events applied so far moved to (src/kernel/projection.ts); undefined: none did. */
+  runStatus: RunStatus | undefined;
   /** Events applied so far: part of the view cache's version (src/live/view-cache.ts). */
   applied = 0;
 
@@ -30,6 +33,7 @@ export class LiveProjection {
       if (e.type === "step_waiting_for_limit") this.waitingFor.set(e.stepId, e.data.waitingFor as WaitingFor);
       else this.waitingFor.delete(e.stepId);
     }
+    this.runStatus = runStatusAfter(e, this.runStatus) ?? this.runStatus;
     const p = project([e], [...this.pending.values()]);
     for (const s of p.steps) if (s.status) this.status.set(s.stepId, s.status);
     this.pending.clear();

@@ -9,7 +9,8 @@ import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langg
 import { z } from "zod";
 import type { ResumeValue } from "../../graphs/approval-node.js";
 import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
-import type { Decision, RunState } from "../../graphs/state.js";
+import type { RunState } from "../../graphs/state.js";
+import { ConfirmInputSchema, type ConfirmInput, type Decision } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
 import { Channel } from "../kernel/channel.js";
@@ -99,21 +100,6 @@ export interface RunHandle {
    */
   release?(): void;
 }
-
-export const ConfirmInputSchema = z
-  .object({
-    stepId: z.string().min(1),
-    /** approve / reject; for a step in doubt after a crash also mark_done (approve = retry it). */
-    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
-    arguments: z.record(z.string(), z.unknown()).optional(),
-    /** mark_done: the output to record for the step. */
-    output: z.unknown().optional(),
-    comment: z.string().max(4_000).optional(),
-    /** The wait being answered (`pendingConfirmations[].round`); refused if the step now waits in another round. */
-    round: z.number().int().min(0).optional(),
-  })
-  .strict();
-export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
 
 const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
 
@@ -459,7 +445,9 @@ export class Runtime {
       s.waitingFor = local.live.waitingFor.get(s.stepId) ?? null;
     }
     view.pendingConfirmations = [...local.live.pending.values()];
-    if (!TERMINAL_RUN.has(view.status)) view.status = "running";
+    // an active run: the status its events moved to (planning, waiting, ...), else running
+    const live = local.live.runStatus;
+    if (!TERMINAL_RUN.has(view.status)) view.status = live && !TERMINAL_RUN.has(live) ? live : "running";
     return view;
   }
 
