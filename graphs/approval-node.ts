@@ -8,6 +8,7 @@ import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@lang
 import { z } from "zod";
 import { ErrorCode } from "../src/kernel/errors.js";
 import { DecisionSchema } from "../src/kernel/decision.js";
+import { compensationPending, type PendingConfirmation } from "../src/kernel/pending.js";
 import { EventType } from "../src/kernel/events.js";
 import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
@@ -24,22 +25,9 @@ export function parseResume(raw: unknown) {
   if (claims && "cancel" in claims) return CancelResumeSchema.safeParse(raw);
   return ResumeSchema.safeParse(raw);
 }
+export { compensationPending, type PendingConfirmation };
 export type ResumeValue = z.infer<typeof ResumeSchema>;
 
-export interface PendingConfirmation {
-  stepId: string;
-  skillName: string;
-  arguments: unknown;
-  preview: unknown;
-  /** Which wait of this step (0: before its first attempt; n: in doubt after attempt n). */
-  round?: number;
-  /** The step was running when its process died and the runtime cannot tell if its effect happened. */
-  inDoubt?: boolean;
-  /** What is being decided. @default "confirmation" */
-  kind?: "confirmation" | "in_doubt" | "compensation";
-  /** The step's own skill failed: the decision is about running its fallback skill (`skillName`). */
-  fallback?: boolean;
-}
 
 export interface ConfirmationInterrupt {
   type: "confirmation";
@@ -108,16 +96,6 @@ export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & P
   return out;
 }
 
-export function compensationPending(skillName: string, b: { stepId: string; round: number; error: unknown }): PendingConfirmation {
-  return {
-    stepId: b.stepId,
-    skillName,
-    arguments: null,
-    preview: { compensationFailed: true, error: b.error, options: { approve: "retry the compensation", skip: "leave this step undone and continue", reject: "stop the rollback" } },
-    round: b.round,
-    kind: "compensation",
-  };
-}
 
 export function makeApprovalNode(env: RuntimeEnv) {
   return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {

@@ -5,7 +5,7 @@ import { TERMINAL_RUN } from "../kernel/status.js";
 import { assertStorable } from "../kernel/storable.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
-import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
+import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "../service/run-service.js";
 import { CancelRequestSchema, ConfirmRequestSchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";

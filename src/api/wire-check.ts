@@ -4,7 +4,7 @@
  * console would never see it), or one the schema declares that the runtime does not produce,
  * fails `npm run typecheck`.
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
 import type { RunView, StepView } from "../runtime/view.js";
 import type { WirePendingConfirmation, WireRunView, WireStepView } from "./schemas.js";
 

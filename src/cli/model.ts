@@ -45,7 +45,7 @@ export class RunModel {
     const m = new RunModel(view.runId, view.status);
     m.goal = view.plan.goal ?? undefined;
     const created = Date.parse(view.createdAt);
-    m.createdAt = created > 0 ? created : undefined;
+    m.createdAt = Number.isFinite(created) ? created : undefined;
     for (const s of view.steps) {
       m.order.push(s.stepId);
       m.steps.set(s.stepId, {
@@ -72,7 +72,7 @@ export class RunModel {
     for (const s of view.steps) Object.assign(m.steps.get(s.stepId)!, { status: s.status, attempt: s.attempts, error: s.error });
     m.status = view.status;
     const created = Date.parse(view.createdAt);
-    if (created > 0) m.createdAt = created;
+    if (Number.isFinite(created)) m.createdAt = created;
     return m;
   }
 

@@ -35,7 +35,6 @@ export interface DriveDeps {
   view(runId: string): Promise<RunView>;
   /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
-  onError?(runId: string, e: unknown): void;
 }
 
 /** A drive that threw, after the failure was recorded against the run (see RunStore.recordDriveFailure). */
@@ -224,7 +223,6 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     () => events.close(),
     (e) => {
       if (isLeaseBusy(e)) return events.close(); // someone else executes it: nothing happened here
-      deps.onError?.(runId, e);
       events.fail(e);
     },
   );

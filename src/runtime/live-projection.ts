@@ -3,7 +3,7 @@
  * returns, so while it runs the freshest truth is its event stream; this folds those events (the
  * same projection the run store applies) over what was stored before the drive started.
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
 import type { Decision } from "../kernel/decision.js";
 import type { RunEvent } from "../kernel/events.js";
 import { runStatusAfter } from "../kernel/projection.js";

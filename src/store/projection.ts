@@ -2,7 +2,7 @@
  * How events change the stored run and step rows: pure, shared by both stores, so the audit
  * tables move in exactly the order events happen.
  */
-import { compensationPending, type PendingConfirmation } from "../../graphs/approval-node.js";
+import { compensationPending, type PendingConfirmation } from "../kernel/pending.js";
 import type { RunEvent } from "../kernel/events.js";
 import { runStatusAfter, STEP_STATUS_AFTER } from "../kernel/projection.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
