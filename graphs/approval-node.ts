@@ -1,7 +1,8 @@
 /**
  * Human approval: one interrupt carrying every step that waits, answered by a resume value
  * `{ decisions: { [stepId]: { decision, arguments?, comment? } } }` for any subset of them
- * (see ../shared/NOTES.md §2: one interrupt per round, decisions wrapped in our own object).
+ * (measured on LangGraph 1.7.3: one interrupt per round; decisions wrapped in our own object, since
+ * a resume map keyed like interrupt ids is read as a per-interrupt map).
  * Unanswered steps stay waiting; the scheduler runs the answered ones at once.
  */
 import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";

@@ -239,7 +239,7 @@ export function isLeaseLost(e: unknown): boolean {
  * in jsonb) and program limits (class 54), and values we refuse to store. Failing at once beats
  * retrying them.
  */
-export function isPermanent(e: unknown): boolean {
+function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   if (code === ErrorCode.UNSUPPORTED_VALUE) return true;
   return typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code);

@@ -22,7 +22,7 @@ export function present(view: RunView, traceId: string): ApiRunView {
 const rank = (s: StepStatus) => (s === "pending" ? 0 : TERMINAL_STEP.has(s) ? 2 : 1);
 
 /** Pure: newer statuses from the stored projection over a lagging checkpoint view. */
-export function overlayStored(view: RunView, stored: RunView | undefined, row: Pick<RunRow, "status" | "pendingConfirmations">): RunView {
+function overlayStored(view: RunView, stored: RunView | undefined, row: Pick<RunRow, "status" | "pendingConfirmations">): RunView {
   const byId = new Map(stored?.steps.map((s) => [s.stepId, s]) ?? []);
   const steps = view.steps.map((s) => {
     const o = byId.get(s.stepId);

@@ -37,7 +37,7 @@ const STEP_PROJECTION = `status = COALESCE(x.status, s.status),
   updated_at = now()
   FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)`;
 
-export interface EventLogTables {
+interface EventLogTables {
   runs: string;
   steps: string;
   events: string;

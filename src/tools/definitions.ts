@@ -192,4 +192,3 @@ export const cancelToolChainRunTool = {
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
 } satisfies ToolDefinition;
 
-export const TOOL_DEFINITIONS = [planToolChainTool, runToolChainTool, getToolChainRunTool, confirmToolChainStepTool, cancelToolChainRunTool] as const;

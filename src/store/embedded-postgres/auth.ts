@@ -14,7 +14,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { childEnv, type Binaries, type RunAs } from "./platform.js";
 
-export const HBA = "# written by toolchain (src/store/embedded-postgres/auth.ts): password logins over the private unix socket only\nlocal all all scram-sha-256\n";
+const HBA = "# written by toolchain (src/store/embedded-postgres/auth.ts): password logins over the private unix socket only\nlocal all all scram-sha-256\n";
 
 /** The password file of a data directory: beside it, like its lock file (not inside: postgres's account owns that). */
 export const secretFileOf = (dataDir: string) => `${dataDir}.secret`;

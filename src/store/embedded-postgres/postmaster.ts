@@ -12,7 +12,7 @@ import { alive, childEnv, giveTo, sleep, type Binaries, type RunAs } from "./pla
 export const SOCKET_PORT = 5432; // only names the socket file: no TCP listener
 export const READY_TIMEOUT_MS = Number(process.env.TOOLCHAIN_EMBEDDED_PG_TIMEOUT_MS || 60_000);
 
-export const SOCKET_PREFIX = "tcpg-s-";
+const SOCKET_PREFIX = "tcpg-s-";
 export const MEM_PREFIX = "tcpg-mem-";
 
 /**
@@ -30,7 +30,7 @@ function sweepTmp() {
   }
 }
 
-export interface PostmasterPid {
+interface PostmasterPid {
   pid: number;
   socketDir: string;
   port: number;
