@@ -7,9 +7,10 @@ import type { PendingConfirmation } from "../kernel/pending.js";
 import type { Decision } from "../kernel/decision.js";
 import type { RunEvent } from "../kernel/events.js";
 import { runStatusAfter } from "../kernel/projection.js";
-import type { RunStatus, StepStatus } from "../kernel/status.js";
+import { TERMINAL_RUN, type RunStatus, type StepStatus } from "../kernel/status.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import { project } from "../store/projection.js";
+import type { RunView } from "./view.js";
 
 export class LiveProjection {
   readonly status = new Map<string, StepStatus>();
@@ -25,6 +26,19 @@ export class LiveProjection {
 
   seed(pending: readonly PendingConfirmation[]): void {
     for (const p of pending) if (!this.status.has(p.stepId)) this.pending.set(p.stepId, p);
+  }
+
+  /** A checkpoint view of the run brought up to the events applied (statuses, waits, pending decisions). */
+  overlay(view: RunView): RunView {
+    for (const s of view.steps) {
+      s.status = this.status.get(s.stepId) ?? s.status;
+      s.waitingFor = this.waitingFor.get(s.stepId) ?? null;
+    }
+    view.pendingConfirmations = [...this.pending.values()];
+    // an active run: the status its events moved to (planning, waiting, ...), else running
+    const live = this.runStatus;
+    if (!TERMINAL_RUN.has(view.status)) view.status = live && !TERMINAL_RUN.has(live) ? live : "running";
+    return view;
   }
 
   apply(e: RunEvent): void {

@@ -3,19 +3,16 @@
  * agent tool, CLI, worker) goes through this object; the graph does the work, this file validates
  * at the boundary, records runs and decisions, and starts drives (src/runtime/driver.ts).
  */
-import { randomUUID } from "node:crypto";
-import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
-import type { ResumeValue } from "../../graphs/approval-node.js";
+import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
 import type { RunState } from "../../graphs/state.js";
 import type { ConfirmInput, Decision } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
-import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { fault, FaultPoint } from "../kernel/faults.js";
 import type { RunEvent } from "../kernel/events.js";
-import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
 import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
 import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
 
@@ -27,19 +24,17 @@ import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { WriteBarrier } from "./write-barrier.js";
+import { followStored } from "./follow.js";
+import { allowedSkillNames, continueInput, newPlanRun, newRequestRun } from "./new-run.js";
 import { checkDecision, latestDecisions, parseDecision } from "./admit-decision.js";
 import type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
 import { defaultOwner, memoryLimitsFor, runLimits } from "./run-limits.js";
 import { startWorkerLoop, type WorkerOptions } from "./worker.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
-import type { RunSeed } from "../../graphs/io.js";
 import { buildRunView, type RunView } from "./view.js";
 import type { RunRow } from "../store/run-store.js";
-import { DEFAULT_WORKSPACE } from "../kernel/workspace.js";
 
 export type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
-
-const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
 
 export class Runtime {
   readonly registry: SkillRegistry;
@@ -130,7 +125,7 @@ export class Runtime {
    * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
    */
   async plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
-    const allowed = this.allowedSkills(opts.allowSkill);
+    const allowed = allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill);
     const out = await this.env.planner.plan({
       request,
       context: opts.context ?? {},
@@ -158,57 +153,17 @@ export class Runtime {
     return { runId };
   }
 
-  /** Names of the skills both allowlists admit; undefined when neither restricts. */
-  private allowedSkills(call?: (name: string) => boolean): string[] | undefined {
-    const global = this.allowSkill;
-    if (!global && !call) return undefined;
-    return this.registry.list().map((s) => s.name).filter((n) => (!global || global(n)) && (!call || call(n)));
-  }
-
   private prepareRequest(request: string, opts: RunOptions) {
-    if (typeof request !== "string" || request.trim() === "") throw new ToolchainError(ErrorCode.INVALID_BODY, "request: expected a non-empty string to plan");
-    const runId = opts.runId ?? randomUUID();
-    const now = new Date(this.env.now()).toISOString();
-    const allowedSkills = this.allowedSkills(opts.allowSkill) ?? null;
-    // the plan is written by the planner node; until then the run's plan is its request
-    const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
-    const workspaceId = opts.workspaceId ?? DEFAULT_WORKSPACE;
-    // no plan in the graph's input: the planner node plans the request
-    // the plan will be the planner's (author: model); who asked is kept with the request
-    const admission: Admission = { author: { kind: "model", via: "planner" }, warnings: [] };
-    const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now, admission } };
-    const created = this.store.createRun({
-      runId,
-      workspaceId,
-      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
-      plan,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      planningInput: { request, allowedSkills },
-      admission,
-    });
-    return { runId, input, created };
+    const r = newRequestRun(request, opts, allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill) ?? null, new Date(this.env.now()).toISOString());
+    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
   }
 
   private prepare(plan: unknown, opts: RunOptions) {
     const compiled: AdmittedPlan = opts.compiled && "admission" in opts.compiled ? (opts.compiled as AdmittedPlan) : opts.compiled ? { ...opts.compiled, admission: this.admit(opts.compiled.plan, opts.author).admission } : this.validate(plan, opts);
-    const admission = compiled.admission;
-    const runId = opts.runId ?? randomUUID();
+    const r = newPlanRun(compiled, opts, new Date(this.env.now()).toISOString());
     // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
-    rememberCompiled(this.env, runId, compiled);
-    const now = new Date(this.env.now()).toISOString();
-    const workspaceId = opts.workspaceId ?? DEFAULT_WORKSPACE;
-    const input: DriveInput = { input: { runId, plan: compiled.plan, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, createdAt: now, admission } };
-    const created = this.store.createRun({
-      runId,
-      workspaceId,
-      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
-      plan: compiled.plan,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      admission,
-    });
-    return { runId, input, created };
+    rememberCompiled(this.env, r.runId, compiled);
+    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
   }
 
   /**
@@ -269,20 +224,10 @@ export class Runtime {
   /** The graph input that continues a run from where its checkpoint stands. */
   private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
     const snap = await this.stateOf(runId);
-    // every drive carries the run's seed: a process that died while the planner node ran (only the
-    // input checkpointed) continues it from the checkpoint, and the planner must still see the
-    // run's workspace and allowlist
-    const seed: RunSeed = { workspaceId: row.workspaceId, allowedSkills: row.planningInput ? row.planningInput.allowedSkills : null, createdAt: new Date(this.env.now()).toISOString(), ...(row.admission ? { admission: row.admission } : {}) };
-    if (!(snap.values as Partial<RunState>)?.runId) {
-      const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
-      // a run from a request that never started: the planner node plans it
-      if (row.planningInput) return { input: { ...base, request: row.planningInput.request }, seed };
-      return { input: { ...base, plan: row.plan }, seed };
-    }
-    const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
-    if (!interrupted) return { input: null, seed };
-    if (row.cancelRequest) return { input: new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue }), seed };
-    return { input: new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue }), seed };
+    const started = Boolean((snap.values as Partial<RunState>)?.runId);
+    const interrupted = Boolean(snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0));
+    const decisions = started && interrupted && !row.cancelRequest ? await this.recordedDecisions(runId) : {};
+    return continueInput(row, { started, interrupted, decisions }, new Date(this.env.now()).toISOString());
   }
 
   /**
@@ -363,15 +308,7 @@ export class Runtime {
       }
       return view;
     }
-    for (const s of view.steps) {
-      s.status = local.live.status.get(s.stepId) ?? s.status;
-      s.waitingFor = local.live.waitingFor.get(s.stepId) ?? null;
-    }
-    view.pendingConfirmations = [...local.live.pending.values()];
-    // an active run: the status its events moved to (planning, waiting, ...), else running
-    const live = local.live.runStatus;
-    if (!TERMINAL_RUN.has(view.status)) view.status = live && !TERMINAL_RUN.has(live) ? live : "running";
-    return view;
+    return local.live.overlay(view);
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
@@ -434,11 +371,10 @@ export class Runtime {
     return this.follow(runId);
   }
 
-  /** Runs executing in this process now. */
   /**
    * The version of what getRun and the API view are built from: the store's (embedded: kept in
-   * process; server: read from the row, step rows and latest checkpoint, any process) plus, for a run executing here, this drive's live projection. Null:
-   * the store cannot tell (no caching). A view computed after reading a version is at least that new.
+   * process; server: the row, step rows and latest checkpoint) plus, for a run executing here, its
+   * drive's live projection. Null: the store cannot tell (no caching).
    */
   async viewVersion(runId: string): Promise<string | null> {
     const local = this.active.get(runId);
@@ -448,6 +384,7 @@ export class Runtime {
     return stored === undefined ? null : `${stored}|${mine}`;
   }
 
+  /** Runs executing in this process now. */
   activeRuns(): string[] {
     return [...this.active.keys()];
   }
@@ -477,32 +414,14 @@ export class Runtime {
   private follow(runId: string, released = new AbortController()): RunHandle {
     const local = this.active.get(runId);
     if (local) return this.handleOf(local);
-    const events = new Channel<RunEvent>();
-    events.close();
-    const result = (async () => {
-      while (!released.signal.aborted) {
-        const row = await this.store.getRow(runId);
-        if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
-        const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
-        if (SETTLED.has(row.status) && !leased && !this.active.has(runId)) {
-          if (!(await this.hasRequestToApply(runId, row))) return this.getRun(runId);
-          return (await this.redrive(runId)).result;
-        }
-        await new Promise<void>((r) => {
-          const t = setTimeout(done, 50);
-          function done() {
-            clearTimeout(t);
-            released.signal.removeEventListener("abort", done);
-            r();
-          }
-          released.signal.addEventListener("abort", done, { once: true });
-        });
-      }
-      throw new ToolchainError(ErrorCode.INTERNAL, `stopped following run ${runId}`);
-    })();
-    result.catch(() => undefined);
-    return { runId, events, result, release: () => released.abort() };
+    return followStored(runId, released, {
+      store: this.store,
+      now: () => this.env.now(),
+      executingHere: () => this.active.has(runId),
+      hasRequestToApply: (row) => this.hasRequestToApply(runId, row),
+      view: () => this.getRun(runId),
+      resume: async () => (await this.redrive(runId)).result,
+    });
   }
 
   /** The run's graph state, read outside any graph the caller may be running in (see outsideCallerContext). */
