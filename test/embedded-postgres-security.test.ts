@@ -5,7 +5,7 @@
  * either path notifies LISTENers in other processes (so their followers do not wait for the
  * 1 s safety-net poll).
  */
-import { chmodSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -96,4 +96,27 @@ describe("embedded Postgres engine: security", () => {
       await listener.end();
     }
   });
+
+  test("a directory left with trust authentication (an earlier version) gets a password before its server starts again", async () => {
+    const parent = mkdtempSync(path.join(tmpdir(), "tc-epg-old-"));
+    chmodSync(parent, 0o755);
+    const dir = path.join(parent, "db");
+    const first = await openDatabase({ engine: "postgres", dataDir: dir, schema: "toolchain" });
+    await first.pool.query("CREATE TABLE kept (v int)");
+    await first.close();
+    // what an earlier version left: trust for local logins, no password file
+    writeFileSync(path.join(dir, "pg_hba.conf"), "local all all trust\n");
+    rmSync(`${dir}.secret`);
+    const again = await openDatabase({ engine: "postgres", dataDir: dir, schema: "toolchain" });
+    try {
+      expect(readFileSync(path.join(dir, "pg_hba.conf"), "utf8")).not.toMatch(/\btrust\b/);
+      const socketDir = readFileSync(path.join(dir, "postmaster.pid"), "utf8").split("\n")[4]!;
+      const c = new pg.Client({ host: socketDir, port: 5432, user: "postgres", database: "postgres" });
+      await expect(c.connect()).rejects.toThrow(/password/i);
+      await c.end().catch(() => undefined);
+      expect((await again.pool.query("SELECT count(*)::int AS n FROM kept")).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await again.close();
+    }
+  }, 120_000);
 });
