@@ -12,3 +12,4 @@ declare namespace NodeJS {
 }
 declare const process: { readonly env: NodeJS.ProcessEnv };
 declare function setImmediate(callback: () => void): unknown;
+declare const Buffer: { byteLength(s: string, encoding?: string): number };
