@@ -1,33 +1,20 @@
 /**
  * Human approval: one interrupt carrying every step that waits, answered by a resume value
  * `{ decisions: { [stepId]: { decision, arguments?, comment? } } }` for any subset of them
- * (see ../shared/NOTES.md §2: one interrupt per round, decisions wrapped in our own object).
+ * (measured on LangGraph 1.7.3: one interrupt per round; decisions wrapped in our own object, since
+ * a resume map keyed like interrupt ids is read as a per-interrupt map).
  * Unanswered steps stay waiting; the scheduler runs the answered ones at once.
  */
 import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
 import { ErrorCode } from "../src/kernel/errors.js";
+import { DecisionSchema } from "../src/kernel/decision.js";
+import { compensationPending, type PendingConfirmation } from "../src/kernel/pending.js";
 import { EventType } from "../src/kernel/events.js";
 import { ActorSchema, ApprovalGivenSchema, ViaSchema } from "../src/kernel/actor.js";
 import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate } from "./state.js";
-
-export const DecisionSchema = z
-  .object({
-    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
-    arguments: z.record(z.string(), z.unknown()).optional(),
-    output: z.unknown().optional(),
-    comment: z.string().max(4_000).optional(),
-    at: z.string().optional(),
-    /** The wait answered (see PendingConfirmation.round); omitted = the wait pending now. */
-    round: z.number().int().min(0).optional(),
-    /** Who decided and through which surface (the runtime records them; a Studio resume may say). */
-    by: ActorSchema.optional(),
-    via: ViaSchema.optional(),
-    approvals: z.array(ApprovalGivenSchema).max(1_000).optional(),
-  })
-  .strict();
 
 const DecisionsResumeSchema = z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict();
 const CancelResumeSchema = z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict();
@@ -40,22 +27,9 @@ export function parseResume(raw: unknown) {
   if (claims && "cancel" in claims) return CancelResumeSchema.safeParse(raw);
   return ResumeSchema.safeParse(raw);
 }
+export { compensationPending, type PendingConfirmation };
 export type ResumeValue = z.infer<typeof ResumeSchema>;
 
-export interface PendingConfirmation {
-  stepId: string;
-  skillName: string;
-  arguments: unknown;
-  preview: unknown;
-  /** Which wait of this step (0: before its first attempt; n: in doubt after attempt n). */
-  round?: number;
-  /** The step was running when its process died and the runtime cannot tell if its effect happened. */
-  inDoubt?: boolean;
-  /** What is being decided. @default "confirmation" */
-  kind?: "confirmation" | "in_doubt" | "compensation";
-  /** The step's own skill failed: the decision is about running its fallback skill (`skillName`). */
-  fallback?: boolean;
-}
 
 export interface ConfirmationInterrupt {
   type: "confirmation";
@@ -124,16 +98,6 @@ export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & P
   return out;
 }
 
-export function compensationPending(skillName: string, b: { stepId: string; round: number; error: unknown }): PendingConfirmation {
-  return {
-    stepId: b.stepId,
-    skillName,
-    arguments: null,
-    preview: { compensationFailed: true, error: b.error, options: { approve: "retry the compensation", skip: "leave this step undone and continue", reject: "stop the rollback" } },
-    round: b.round,
-    kind: "compensation",
-  };
-}
 
 export function makeApprovalNode(env: RuntimeEnv) {
   return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {

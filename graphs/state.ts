@@ -55,30 +55,8 @@ export interface RollbackBlock {
 }
 export type RollbackAction = "retry" | "skip" | "stop";
 
-export interface Decision {
-  /**
-   * A confirmation: approve / reject. A step in doubt after a crash: approve = retry it,
-   * reject = fail it, mark_done = it happened. A failed compensation in strict rollback:
-   * approve = retry it, skip = leave it undone and go on, reject = stop the rollback.
-   */
-  decision: "approve" | "reject" | "mark_done" | "skip";
-  arguments?: Record<string, unknown>;
-  /** mark_done: the step's output. */
-  output?: unknown;
-  comment?: string;
-  at?: string;
-  /**
-   * The wait this decision answers (the step's `waitRound`; for a failed strict compensation the
-   * block's round). A decision never applies to another round of the same step.
-   */
-  round?: number;
-  /** Who decided (src/kernel/actor.ts); for a quorum, the principal whose approval completed it. */
-  by?: Actor;
-  /** The surface the decision came through. */
-  via?: Via;
-  /** A quorum's approvals, in order (each principal once). */
-  approvals?: { by: Actor; via?: Via; at?: string; comment?: string }[];
-}
+export type { Decision } from "../src/kernel/decision.js";
+import type { Decision } from "../src/kernel/decision.js";
 
 /** Which planner wrote the run's plan (absent when the caller gave the plan). */
 export interface PlanningRecord extends PlannerInfo {

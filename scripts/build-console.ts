@@ -2,7 +2,7 @@
  * Builds the run console (console/src → console/dist) with esbuild: one ES module and one
  * stylesheet, minified, no source maps, so the output is byte-for-byte deterministic and is
  * committed (`npm start` serves it without build tools). `--check` builds in memory and fails
- * if the committed files differ (CI, test/console-bundle.test.ts).
+ * if the committed files differ (CI, test/console-model.test.ts).
  *
  *   npm run build:console            # write console/dist
  *   npm run build:console -- --check # verify console/dist is up to date

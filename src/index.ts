@@ -1,5 +1,6 @@
 /** Public API of the toolchain runtime. */
-export { createRuntime, Runtime, type RuntimeOptions, type RunOptions, type RunHandle, type ConfirmInput } from "./runtime/runtime.js";
+export { createRuntime, Runtime, type RuntimeOptions, type RunOptions, type RunHandle } from "./runtime/runtime.js";
+export { DECISION_VALUES, DecisionSchema, type Decision, type DecisionValue, type ConfirmInput } from "./kernel/decision.js";
 export type { RunView, StepView } from "./runtime/view.js";
 export { defineSkill, type Skill, type SkillContext, type SideEffects, type CompensationContext } from "./skills/contract.js";
 export { SkillRegistry, type SkillManifestEntry } from "./skills/registry.js";

@@ -1,6 +1,6 @@
 /** The REST API client: every call carries the workspace key; errors keep the API's code. */
 import type { RunEvent, RunSummary, RunView, SkillInfo } from "./model/types.js";
-import type { DecisionValue } from "./model/decisions.js";
+import type { ConfirmRequest } from "../../src/api/schemas.js";
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
@@ -9,15 +9,8 @@ export class ApiError extends Error {
   }
 }
 
-export interface ConfirmBody {
-  stepId: string;
-  decision: DecisionValue;
-  arguments?: Record<string, unknown>;
-  output?: unknown;
-  comment?: string;
-  /** The wait being answered (pendingConfirmations[].round): a stale dialog cannot answer a later wait. */
-  round?: number;
-}
+/** A decision as the API takes it (POST /api/runs/:id/confirm, src/api/schemas.ts). */
+export type ConfirmBody = Omit<ConfirmRequest, "wait">;
 
 export class Api {
   constructor(readonly key: string, private readonly onUnauthorized: () => void = () => undefined) {}

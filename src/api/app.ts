@@ -15,7 +15,7 @@ import { describeInternalError, errorHandler, notFound, type InternalErrorInfo }
 import { StreamSlots } from "./stream-slots.js";
 import { createMetrics, type ApiMetrics } from "./metrics.js";
 import { opsRouter } from "./ops.js";
-import { RunService, type Execution } from "./run-service.js";
+import { RunService, type Execution } from "../service/run-service.js";
 import { runsRouter } from "./runs.js";
 import { consoleRouter } from "./console.js";
 import { securityHeaders } from "./security.js";

@@ -8,7 +8,7 @@ import { parseWith } from "./errors.js";
 import { inbox } from "./approval-view.js";
 import { rolesAllow } from "../kernel/actor.js";
 import { rolesOf } from "../store/access-store.js";
-import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "./run-service.js";
+import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "../service/run-service.js";
 import { CancelRequestSchema, ConfirmRequestSchema, DecisionsQuerySchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";

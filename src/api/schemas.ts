@@ -12,7 +12,7 @@ import { EventType } from "../kernel/events.js";
 import { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema, ToolChainStepSchema } from "../plan/schema.js";
 import { FALLBACK_REASONS } from "../planner/config.js";
-import { ConfirmInputSchema } from "../runtime/runtime.js";
+import { ConfirmInputSchema } from "../kernel/decision.js";
 import { FieldSchema, TableDefinitionSchema } from "../../skills/qtable/fields.js";
 
 export const RUN_STATUSES = Object.values(RunStatus) as [RunStatus, ...RunStatus[]];
@@ -102,11 +102,17 @@ export const PlanningRecordSchema = PlannerInfoSchema.extend({
   durationMs: z.number(),
 });
 
+const PlanGraphSchema = z.object({
+  nodes: z.array(z.object({ id: z.string(), skillName: z.string(), status: z.string().optional() })),
+  edges: z.array(z.object({ from: z.string(), to: z.string() })),
+  mermaid: z.string(),
+});
+
 export const PlanResponseSchema = z.object({
   plan: ToolChainPlanSchema,
   planner: PlannerInfoSchema,
   warnings: z.array(PlanWarningSchema).describe("One per change the runtime made to the model's plan (clamps) or note about it"),
-  graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering"),
+  graph: PlanGraphSchema.describe("The plan's DAG: nodes, edges and a Mermaid rendering"),
   usage: TokenUsageSchema.nullable().describe("Tokens the model calls used, when the server reports them"),
   repairRounds: z.number().int(),
   durationMs: z.number(),
@@ -137,6 +143,7 @@ export const StepViewSchema = z.object({
 });
 
 const RequesterSchema = ActorSchema.extend({ via: ViaSchema }).describe("Who started the run, through which surface");
+export const PendingKindSchema = z.enum(["confirmation", "in_doubt", "compensation"]);
 
 export const PendingConfirmationSchema = z.looseObject({
   stepId: z.string(),
@@ -146,6 +153,7 @@ export const PendingConfirmationSchema = z.looseObject({
   round: z.number().int().optional(),
   inDoubt: z.boolean().optional(),
   fallback: z.boolean().optional().describe("The step's own skill failed; approving runs its fallback skill (skillName) with these arguments"),
+  kind: PendingKindSchema.optional().describe("What is being decided (default confirmation)."),
 });
 
 export const RunViewSchema = z.object({
@@ -159,7 +167,7 @@ export const RunViewSchema = z.object({
   error: StepErrorSchema.nullable(),
   steps: z.array(StepViewSchema),
   pendingConfirmations: z.array(PendingConfirmationSchema),
-  graph: z.looseObject({ mermaid: z.string() }).describe("The plan's DAG: nodes, edges and a Mermaid rendering coloured by step status."),
+  graph: PlanGraphSchema.describe("The plan's DAG: nodes, edges and a Mermaid rendering coloured by step status."),
   planning: PlanningRecordSchema.nullable().describe("Which planner wrote the plan of a run started from a request, and why the fallback ran; null for a given plan."),
   admission: z
     .object({
@@ -244,3 +252,17 @@ export const RecordListResponseSchema = z.object({
   records: z.array(z.looseObject({ id: z.string() }).describe("`id` and the record's values keyed by field name")),
   nextCursor: z.string().nullable(),
 });
+
+// ---- wire types -------------------------------------------------------------------------------
+// What a client reads, inferred from the schemas above: the console imports these (type-only), and
+// src/api/wire-check.ts checks the runtime's own shapes against them, so a field added on one side
+// only fails `npm run typecheck`.
+
+export type WireError = z.output<typeof StepErrorSchema>;
+export type WireStepView = z.output<typeof StepViewSchema>;
+export type WirePendingConfirmation = z.output<typeof PendingConfirmationSchema>;
+export type WirePendingKind = z.output<typeof PendingKindSchema>;
+export type WireRunView = z.output<typeof RunViewSchema>;
+export type WireRunEvent = z.output<typeof RunEventSchema>;
+export type WireRunSummary = z.output<typeof RunSummarySchema>;
+export type WireSkill = z.output<typeof SkillManifestEntrySchema>;

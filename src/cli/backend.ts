@@ -10,7 +10,7 @@ import type { RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { PlanningOutcome } from "../planner/index.js";
 import type { OpenedRuntime } from "../runtime/open.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import type { RunView } from "../runtime/view.js";
 import type { SkillManifestEntry } from "../skills/registry.js";
 import type { RunPage } from "../store/run-store.js";

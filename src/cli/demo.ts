@@ -15,7 +15,7 @@ import { defaultDataDir } from "../store/db.js";
 import { ioFor, printJson, type Ctx } from "./context.js";
 import { Exit, exitForStatus, jsonObjectArg } from "./exit.js";
 import { ask, follow } from "./flow.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import { RunModel } from "./model.js";
 import { previewText, summaryLine } from "./render.js";
 

@@ -4,8 +4,8 @@
  * left waiting (`--no-input`, `--json`, or no terminal) with how to decide later.
  */
 import { createInterface } from "node:readline/promises";
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import type { RunView } from "../runtime/view.js";
 import type { Backend, Execution } from "./backend.js";
 import { exitForStatus, type ExitCode } from "./exit.js";

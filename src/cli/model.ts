@@ -2,7 +2,8 @@
  * What the CLI knows about a run while it draws it: the run view it started from, moved forward
  * by each numbered event (the same events locally and over SSE). Pure: no I/O, no clock.
  */
-import { STEP_STATUS_AFTER, type RunEvent } from "../kernel/events.js";
+import type { RunEvent } from "../kernel/events.js";
+import { runStatusAfter, STEP_STATUS_AFTER } from "../kernel/projection.js";
 import type { StepError } from "../kernel/errors.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
@@ -44,7 +45,7 @@ export class RunModel {
     const m = new RunModel(view.runId, view.status);
     m.goal = view.plan.goal ?? undefined;
     const created = Date.parse(view.createdAt);
-    m.createdAt = created > 0 ? created : undefined;
+    m.createdAt = Number.isFinite(created) ? created : undefined;
     for (const s of view.steps) {
       m.order.push(s.stepId);
       m.steps.set(s.stepId, {
@@ -71,7 +72,7 @@ export class RunModel {
     for (const s of view.steps) Object.assign(m.steps.get(s.stepId)!, { status: s.status, attempt: s.attempts, error: s.error });
     m.status = view.status;
     const created = Date.parse(view.createdAt);
-    if (created > 0) m.createdAt = created;
+    if (Number.isFinite(created)) m.createdAt = created;
     return m;
   }
 
@@ -91,10 +92,7 @@ export class RunModel {
     this.createdAt ??= at;
     const d = e.data;
     if (e.type === "planning_completed" && d.plan && typeof d.plan === "object") this.setPlan(d.plan as Parameters<RunModel["setPlan"]>[0]);
-    if (e.type === "planning_started" || e.type === "step_started") this.status = "running";
-    if (e.type === "run_waiting_confirmation") this.status = "waiting_confirmation";
-    if (e.type === "run_completed") this.status = "completed";
-    if (e.type === "run_failed") this.status = (d.status as RunStatus | undefined) ?? "failed";
+    this.status = runStatusAfter(e, this.status) ?? this.status;
     const s = e.stepId ? this.steps.get(e.stepId) : undefined;
     if (!s) return;
     const next = STEP_STATUS_AFTER[e.type];

@@ -13,7 +13,7 @@ import type { RunEvent } from "../kernel/events.js";
 import { Channel } from "../kernel/channel.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import type { PlanningOutcome } from "../planner/index.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import type { RunView } from "../runtime/view.js";
 import type { SkillManifestEntry } from "../skills/registry.js";
 import type { RunPage } from "../store/run-store.js";

@@ -6,7 +6,7 @@
  */
 import type { RunEvent } from "../kernel/events.js";
 import type { StepStatus } from "../kernel/status.js";
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
 import type { RunView } from "../runtime/view.js";
 import type { RunSummary } from "../store/run-store.js";
 import { esc } from "./escape.js";
@@ -230,7 +230,7 @@ export function showLines(view: RunView, events: RunEvent[], m: RunModel, o: Sty
   const created = Date.parse(view.createdAt);
   const last = events.length ? Date.parse(events[events.length - 1]!.at) : o.now;
   const lines = [
-    headerLine(m, { ...o, now: last, startedAt: created > 0 ? created : (events[0] ? Date.parse(events[0].at) : last) }),
+    headerLine(m, { ...o, now: last, startedAt: Number.isFinite(created) ? created : (events[0] ? Date.parse(events[0].at) : last) }),
     paint(o, "dim", `created ${localTime(view.createdAt)} UTC · updated ${localTime(view.updatedAt)} UTC${view.planning ? ` · planned by the ${esc(view.planning.kind)} planner${view.planning.model ? ` (${esc(view.planning.model)})` : ""}` : ""}`),
   ];
   if (view.error) lines.push(paint(o, "red", esc(`error ${view.error.code}: ${view.error.message}`)));

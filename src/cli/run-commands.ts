@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { Argument, type Command } from "commander";
 import { RunStatus } from "../kernel/status.js";
-import type { ConfirmInput } from "../runtime/runtime.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import type { RunView } from "../runtime/view.js";
 import type { Backend, Execution } from "./backend.js";
 import { connectionHint, ioFor, printJson, withBackend, type Ctx } from "./context.js";

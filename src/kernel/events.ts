@@ -63,17 +63,3 @@ export interface TaggedEvent {
 export function isTaggedEvent(x: unknown): x is TaggedEvent {
   return typeof x === "object" && x !== null && EVENT_TAG in x;
 }
-
-/** The step status an event moves its step to (the projection used by live views and the DB). */
-export const STEP_STATUS_AFTER: Partial<Record<EventType, import("./status.js").StepStatus>> = {
-  step_started: "running",
-  step_fallback_started: "running",
-  step_retrying: "retrying",
-  step_waiting_confirmation: "waiting_confirmation",
-  step_completed: "completed",
-  step_failed: "failed",
-  step_skipped: "skipped",
-  step_cancelled: "cancelled",
-  step_rolled_back: "rolled_back",
-  step_rollback_failed: "rollback_failed",
-};

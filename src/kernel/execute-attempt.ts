@@ -7,6 +7,7 @@ import { z } from "zod";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "./errors.js";
 import type { Skill, SkillContext, SkillLogger } from "../skills/contract.js";
 import { storableError, unstorableResult } from "./storable.js";
+import { DEFAULT_WORKSPACE } from "./workspace.js";
 
 export type AttemptResult =
   | { ok: true; output: unknown; durationMs: number }
@@ -20,7 +21,7 @@ export interface AttemptInput {
   attempt: number;
   idempotencyKey: string;
   context: unknown;
-  /** The run's workspace (SkillContext.workspaceId). @default "default" */
+  /** The run's workspace (SkillContext.workspaceId). @default DEFAULT_WORKSPACE */
   workspaceId?: string;
   logger: SkillLogger;
   /** The step's own controller, aborted by the run (cancel, fail_fast, deadline). */
@@ -59,7 +60,7 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
     signal,
     logger: a.logger,
     context: a.context,
-    workspaceId: a.workspaceId ?? "default",
+    workspaceId: a.workspaceId ?? DEFAULT_WORKSPACE,
   };
   let onAbort: (() => void) | undefined;
   // A skill that ignores its signal cannot hold the run hostage: the race ends the attempt.

@@ -4,7 +4,7 @@
  * one dedicated connection LISTENing and reconnects (telling followers to re-read) when it drops.
  */
 import pg from "pg";
-import { EVENTS_CHANNEL } from "../store/pg-run-store.js";
+import { EVENTS_CHANNEL } from "../store/pg-event-log.js";
 import { backoff, type SignalListener, type SignalTransport } from "./signals.js";
 
 export class PgSignalTransport implements SignalTransport {

@@ -4,10 +4,11 @@
  * dismissed the question) = cancel the run.
  */
 import type { ElicitRequestFormParams, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import type { DecisionValue } from "../kernel/decision.js";
 import type { PendingStep } from "../tools/definitions.js";
 import { brief, clip } from "../tools/results.js";
 
-export type Answer = { kind: "decide"; decision: "approve" | "reject"; comment?: string } | { kind: "cancel_run"; comment?: string };
+export type Answer = { kind: "decide"; decision: Extract<DecisionValue, "approve" | "reject">; comment?: string } | { kind: "cancel_run"; comment?: string };
 
 export function confirmationQuestion(runId: string, goal: string | undefined, step: PendingStep): ElicitRequestFormParams {
   const lines = [

@@ -18,9 +18,9 @@ import { ElicitResultSchema, type CallToolResult, type ServerNotification, type 
 import { ErrorCode, ToolchainError, isErrorCode } from "../kernel/errors.js";
 import type { RunFeeds } from "../live/feeds.js";
 import type { Principal } from "../store/access-store.js";
-import type { Outcome, RunService } from "../api/run-service.js";
-import type { ApiRunView } from "../api/views.js";
-import { traceIdFrom } from "../api/run-service.js";
+import type { Outcome, RunService } from "../service/run-service.js";
+import type { ApiRunView } from "../service/views.js";
+import { traceIdFrom } from "../service/run-service.js";
 import {
   cancelToolChainRunTool,
   confirmToolChainStepTool,

@@ -8,7 +8,7 @@
  * created when missing). The workspace's skill allowlist applies.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { RunService } from "../api/run-service.js";
+import { RunService } from "../service/run-service.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { openLive } from "../live/index.js";
 import { openRuntime } from "../runtime/open.js";

@@ -23,6 +23,7 @@ import { ModelCallError, OpenAiPlanModel, type ModelAnswer, type PlanModel, type
 import { fromModelPlan, modelPlanSchema } from "./model-schema.js";
 import { buildPrompt, repairMessage, type BusinessCoordinates } from "./prompt.js";
 import type { PlanWarning } from "./warnings.js";
+import { DEFAULT_WORKSPACE } from "../kernel/workspace.js";
 
 export type { PlanWarning, PlanWarningCode } from "./warnings.js";
 export type { FallbackReason, PlannerConfig, PlannerOptions, StructuredMethod } from "./config.js";
@@ -240,7 +241,7 @@ export class Planner {
       signal,
       logger: { debug() {}, info() {}, warn() {}, error() {} },
       context: input.context ?? {},
-      workspaceId: input.workspaceId ?? "default",
+      workspaceId: input.workspaceId ?? DEFAULT_WORKSPACE,
     } as SkillContext;
     try {
       const args = describe.input.parse({ tableId: table.id });

@@ -11,7 +11,7 @@
  * Decisions taken from the inbox are recorded durably by the scheduler (a pinned task), so the
  * inbox may be lossy: a decision that was never consumed is still applied on resume.
  */
-import type { Decision } from "../../graphs/state.js";
+import type { Decision } from "../kernel/decision.js";
 
 export interface DecisionInbox {
   /** Offer a decision to the drive of this run in this process; returns false if there is none. */

@@ -35,7 +35,6 @@ export interface DriveDeps {
   view(runId: string): Promise<RunView>;
   /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
-  onError?(runId: string, e: unknown): void;
 }
 
 /** A drive that threw, after the failure was recorded against the run (see RunStore.recordDriveFailure). */
@@ -224,7 +223,6 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     () => events.close(),
     (e) => {
       if (isLeaseBusy(e)) return events.close(); // someone else executes it: nothing happened here
-      deps.onError?.(runId, e);
       events.fail(e);
     },
   );
@@ -241,7 +239,7 @@ export function isLeaseLost(e: unknown): boolean {
  * in jsonb) and program limits (class 54), and values we refuse to store. Failing at once beats
  * retrying them.
  */
-export function isPermanent(e: unknown): boolean {
+function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   if (code === ErrorCode.UNSUPPORTED_VALUE) return true;
   return typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code);

@@ -3,12 +3,14 @@
  * returns, so while it runs the freshest truth is its event stream; this folds those events (the
  * same projection the run store applies) over what was stored before the drive started.
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { Decision } from "../../graphs/state.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import type { Decision } from "../kernel/decision.js";
 import type { RunEvent } from "../kernel/events.js";
-import type { StepStatus } from "../kernel/status.js";
+import { runStatusAfter } from "../kernel/projection.js";
+import { TERMINAL_RUN, type RunStatus, type StepStatus } from "../kernel/status.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import { project } from "../store/projection.js";
+import type { RunView } from "./view.js";
 
 export class LiveProjection {
   readonly status = new Map<string, StepStatus>();
@@ -17,11 +19,26 @@ export class LiveProjection {
   readonly waitingFor = new Map<string, WaitingFor>();
   /** Decisions handed to the live scheduler, for duplicate detection. */
   readonly decided = new Map<string, Decision>();
+  /** The run status the events applied so far moved to (src/kernel/projection.ts); undefined: none did. */
+  runStatus: RunStatus | undefined;
   /** Events applied so far: part of the view cache's version (src/live/view-cache.ts). */
   applied = 0;
 
   seed(pending: readonly PendingConfirmation[]): void {
     for (const p of pending) if (!this.status.has(p.stepId)) this.pending.set(p.stepId, p);
+  }
+
+  /** A checkpoint view of the run brought up to the events applied (statuses, waits, pending decisions). */
+  overlay(view: RunView): RunView {
+    for (const s of view.steps) {
+      s.status = this.status.get(s.stepId) ?? s.status;
+      s.waitingFor = this.waitingFor.get(s.stepId) ?? null;
+    }
+    view.pendingConfirmations = [...this.pending.values()];
+    // an active run: the status its events moved to (planning, waiting, ...), else running
+    const live = this.runStatus;
+    if (!TERMINAL_RUN.has(view.status)) view.status = live && !TERMINAL_RUN.has(live) ? live : "running";
+    return view;
   }
 
   apply(e: RunEvent): void {
@@ -30,6 +47,7 @@ export class LiveProjection {
       if (e.type === "step_waiting_for_limit") this.waitingFor.set(e.stepId, e.data.waitingFor as WaitingFor);
       else this.waitingFor.delete(e.stepId);
     }
+    this.runStatus = runStatusAfter(e, this.runStatus) ?? this.runStatus;
     const p = project([e], [...this.pending.values()]);
     for (const s of p.steps) if (s.status) this.status.set(s.stepId, s.status);
     this.pending.clear();

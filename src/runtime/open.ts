@@ -15,7 +15,8 @@ import { SkillRegistry } from "../skills/registry.js";
 import { Planner, plannerConfigFromEnv } from "../planner/index.js";
 import { modelTaskSplitter } from "../planner/task-splitter.js";
 import { migrateQTable, PgTableStore, qtableSkills, tableLimitsFromEnv, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
-import { defaultOwner, Runtime, type RuntimeOptions } from "./runtime.js";
+import { Runtime, type RuntimeOptions } from "./runtime.js";
+import { defaultOwner } from "./run-limits.js";
 
 export interface OpenRuntimeOptions extends Omit<RuntimeOptions, "checkpointer" | "store"> {
   databaseUrl?: string;

@@ -3,129 +3,40 @@
  * agent tool, CLI, worker) goes through this object; the graph does the work, this file validates
  * at the boundary, records runs and decisions, and starts drives (src/runtime/driver.ts).
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
-import { Command, MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
-import { z } from "zod";
-import type { ResumeValue } from "../../graphs/approval-node.js";
+import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
-import type { Decision, RunState } from "../../graphs/state.js";
+import type { RunState } from "../../graphs/state.js";
+import type { ConfirmInput, Decision } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
-import { Channel } from "../kernel/channel.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { fault, FaultPoint } from "../kernel/faults.js";
 import { EventType, type RunEvent } from "../kernel/events.js";
-import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
-import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
-import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget, type Requester } from "../plan/admission.js";
 import { LIBRARY_ACTING, type Acting, type Decider } from "../kernel/actor.js";
+import { castVote, policyFor } from "./approvals.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
+import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
+import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
 
 /** A validated plan and its admission (who wrote it, what was clamped). */
 export type AdmittedPlan = CompiledPlan & { admission: Admission };
-import { Planner, plannerConfigFromEnv, type PlannerOptions, type PlanningOutcome } from "../planner/index.js";
-import type { Skill } from "../skills/contract.js";
+import { Planner, plannerConfigFromEnv, type PlanningOutcome } from "../planner/index.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { WriteBarrier } from "./write-barrier.js";
-import { castVote, policyFor } from "./approvals.js";
+import { followStored } from "./follow.js";
+import { allowedSkillNames, continueInput, newPlanRun, newRequestRun } from "./new-run.js";
+import { checkDecision, latestDecisions, parseDecision } from "./admit-decision.js";
+import type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
+import { defaultOwner, memoryLimitsFor, runLimits } from "./run-limits.js";
+import { startWorkerLoop, type WorkerOptions } from "./worker.js";
 import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
-import type { RunSeed } from "../../graphs/io.js";
-import { MemoryLimits } from "../store/memory-limits.js";
-import type { LimitCoordinator, RunLimits } from "../kernel/limits.js";
 import { buildRunView, type RunView } from "./view.js";
 import type { RunRow } from "../store/run-store.js";
 
-export interface RuntimeOptions {
-  /** Budget for model- and agent-written plans. @default planBudgetFromEnv() (50 steps, 10 confirmations, fan-out 20) */
-  planBudget?: Partial<PlanBudget>;
-  /** Extra skills (core.* are always present), or a registry to use as is. */
-  skills?: Skill[] | SkillRegistry;
-  /** @default new MemorySaver() */
-  checkpointer?: BaseCheckpointSaver;
-  /** Run history (runs, step runs, events, leases, decisions). @default in memory */
-  store?: RunStore;
-  /** Workspace allowlist enforced by validation. */
-  allowSkill?: (name: string) => boolean;
-  env?: Partial<Omit<RuntimeEnv, "registry">>;
-  /** This process's identity for run leases. @default hostname:pid:random */
-  owner?: string;
-  /** A run's lease lasts this long without a heartbeat (a dead process's runs are taken over after it). @default 15000 */
-  leaseTtlMs?: number;
-  /** How often a drive looks for decisions and cancels recorded by other processes. @default 200 */
-  decisionPollMs?: number;
-  /**
-   * The planner for runs started from a request: its configuration (model, baseURL, ...; merged
-   * over the environment's) or a Planner. @default configured from the environment (plannerConfigFromEnv)
-   */
-  planner?: PlannerOptions | Planner;
-  /** Bounded re-drives of a run whose drive throws (see README, Durability). */
-  driveRetry?: Partial<DriveRetryPolicy>;
-  /**
-   * Coordinates serial keys and resources between runs. @default in-process limits shared by every
-   * Runtime over the same store (openRuntime passes Postgres limits shared by every process)
-   */
-  limits?: LimitCoordinator;
-}
-
-export interface RunOptions {
-  context?: unknown;
-  memory?: Record<string, unknown>;
-  runId?: string;
-  workspaceId?: string;
-  traceId?: string;
-  /** This call's skill allowlist (e.g. the workspace's), applied on top of the runtime's `allowSkill`. */
-  allowSkill?: (name: string) => boolean;
-  /** What `validateAsync(plan, these options)` returned: the plan is not validated again. */
-  compiled?: CompiledPlan;
-  /**
-   * Who wrote the plan (src/plan/admission.ts). Model- and agent-written plans are clamped and
-   * budgeted; a person may remove confirmations only with `mayRelaxConfirmation`.
-   * @default { kind: "person", via: "library", mayRelaxConfirmation: true } (the embedding code)
-   */
-  author?: PlanAuthor;
-  /** Who asked for the run, through which surface (recorded as the run's `requestedBy`). @default LIBRARY_ACTING */
-  requestedBy?: Acting;
-}
-
-export interface RunHandle {
-  runId: string;
-  /** Events of this execution of the run, as they are stored (numbered). */
-  events: AsyncIterable<RunEvent>;
-  /** The run view when the run is terminal or waits for confirmation. */
-  result: Promise<RunView>;
-  /**
-   * Stop waiting: a handle on a run executed elsewhere polls the store until the run settles;
-   * a caller that gives up (a request that timed out) releases it, and `result` rejects.
-   * A no-op for runs executed here.
-   */
-  release?(): void;
-}
-
-export const ConfirmInputSchema = z
-  .object({
-    stepId: z.string().min(1),
-    /** approve / reject; for a step in doubt after a crash also mark_done (approve = retry it). */
-    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
-    arguments: z.record(z.string(), z.unknown()).optional(),
-    /** mark_done: the output to record for the step. */
-    output: z.unknown().optional(),
-    comment: z.string().max(4_000).optional(),
-    /** The wait being answered (`pendingConfirmations[].round`); refused if the step now waits in another round. */
-    round: z.number().int().min(0).optional(),
-  })
-  .strict();
-export type ConfirmInput = z.infer<typeof ConfirmInputSchema>;
-
-/** The run's requester as recorded (library callers that say nothing: the library). */
-function requesterOf(opts: RunOptions): Requester {
-  const a = opts.requestedBy ?? LIBRARY_ACTING;
-  return { ...a.by, via: a.via };
-}
-
-const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
+export type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
 
 export class Runtime {
   readonly registry: SkillRegistry;
@@ -216,7 +127,7 @@ export class Runtime {
    * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
    */
   async plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
-    const allowed = this.allowedSkills(opts.allowSkill);
+    const allowed = allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill);
     const out = await this.env.planner.plan({
       request,
       context: opts.context ?? {},
@@ -244,57 +155,17 @@ export class Runtime {
     return { runId };
   }
 
-  /** Names of the skills both allowlists admit; undefined when neither restricts. */
-  private allowedSkills(call?: (name: string) => boolean): string[] | undefined {
-    const global = this.allowSkill;
-    if (!global && !call) return undefined;
-    return this.registry.list().map((s) => s.name).filter((n) => (!global || global(n)) && (!call || call(n)));
-  }
-
   private prepareRequest(request: string, opts: RunOptions) {
-    if (typeof request !== "string" || request.trim() === "") throw new ToolchainError(ErrorCode.INVALID_BODY, "request: expected a non-empty string to plan");
-    const runId = opts.runId ?? randomUUID();
-    const now = new Date(this.env.now()).toISOString();
-    const allowedSkills = this.allowedSkills(opts.allowSkill) ?? null;
-    // the plan is written by the planner node; until then the run's plan is its request
-    const plan = { goal: request.slice(0, 10_000), steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as CompiledPlan["plan"];
-    const workspaceId = opts.workspaceId ?? "default";
-    // no plan in the graph's input: the planner node plans the request
-    // the plan will be the planner's (author: model); who asked is kept with the request
-    const admission: Admission = { author: { kind: "model", via: "planner" }, warnings: [], requestedBy: requesterOf(opts) };
-    const input: DriveInput = { input: { runId, request, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, allowedSkills, createdAt: now, admission } };
-    const created = this.store.createRun({
-      runId,
-      workspaceId,
-      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
-      plan,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      planningInput: { request, allowedSkills },
-      admission,
-    });
-    return { runId, input, created };
+    const r = newRequestRun(request, opts, allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill) ?? null, new Date(this.env.now()).toISOString());
+    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
   }
 
   private prepare(plan: unknown, opts: RunOptions) {
     const compiled: AdmittedPlan = opts.compiled && "admission" in opts.compiled ? (opts.compiled as AdmittedPlan) : opts.compiled ? { ...opts.compiled, admission: this.admit(opts.compiled.plan, opts.author).admission } : this.validate(plan, opts);
-    const admission: Admission = { ...compiled.admission, requestedBy: requesterOf(opts) };
-    const runId = opts.runId ?? randomUUID();
+    const r = newPlanRun(compiled, opts, new Date(this.env.now()).toISOString());
     // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
-    rememberCompiled(this.env, runId, compiled);
-    const now = new Date(this.env.now()).toISOString();
-    const workspaceId = opts.workspaceId ?? "default";
-    const input: DriveInput = { input: { runId, plan: compiled.plan, context: (opts.context ?? {}) as Record<string, unknown>, memory: opts.memory ?? {} }, seed: { workspaceId, createdAt: now, admission } };
-    const created = this.store.createRun({
-      runId,
-      workspaceId,
-      traceId: opts.traceId ?? randomUUID().replace(/-/g, ""),
-      plan: compiled.plan,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      admission,
-    });
-    return { runId, input, created };
+    rememberCompiled(this.env, r.runId, compiled);
+    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
   }
 
   /**
@@ -303,44 +174,20 @@ export class Runtime {
    * and resumes nothing (also when the repeats race each other).
    */
   async confirm(runId: string, input: ConfirmInput, acting: Decider = LIBRARY_ACTING): Promise<RunHandle> {
-    const parsed = ConfirmInputSchema.safeParse(input);
-    if (!parsed.success) throw new ToolchainError(ErrorCode.INVALID_DECISION, `invalid decision: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
-    const d = parsed.data;
-    assertStorable(d.stepId, "stepId");
-    if (d.arguments !== undefined) assertStorable(d.arguments, "arguments");
-    if (d.output !== undefined) assertStorable(d.output, "output");
-    if (d.comment !== undefined) assertStorable(d.comment, "comment");
+    const { input: d, decision } = parseDecision(input);
     const row = await this.store.getRow(runId);
     if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    const decision: Decision = { decision: d.decision, ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.output !== undefined ? { output: d.output } : {}), ...(d.comment ? { comment: d.comment } : {}) };
     const local = this.active.get(runId);
     await local?.ready;
     const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
-    if (pending && d.round !== undefined && d.round !== (pending.round ?? 0)) {
-      throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} waits for a decision of round ${pending.round ?? 0}, not round ${d.round}`);
-    }
     if (!pending) {
       // (checkpoints pruned by retention: the decision table still knows a round-0 decision)
       const prevRound = d.round ?? (await this.lastRound(runId, d.stepId)) ?? 0;
-      const prev = prevRound === undefined ? undefined : await this.store.getDecision(runId, d.stepId, prevRound);
+      const prev = await this.store.getDecision(runId, d.stepId, prevRound);
       if (prev && sameDecision(prev, decision)) return this.follow(runId);
       throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
     }
-    if (d.decision === "mark_done" && !pending.inDoubt) {
-      throw new ToolchainError(ErrorCode.INVALID_DECISION, `mark_done is only for a step in doubt after a process failure; step "${d.stepId}" waits for a ${pending.kind ?? "confirmation"} decision`);
-    }
-    if (d.decision === "skip" && pending.kind !== "compensation") {
-      throw new ToolchainError(ErrorCode.INVALID_DECISION, `skip is only for a failed compensation in strict rollback; step "${d.stepId}" waits for a ${pending.kind ?? "confirmation"} decision`);
-    }
-    if (d.decision === "approve" && d.arguments) {
-      // the skill the wait is about (a step's fallback skill when it waits to run that)
-      const step = row.plan.steps.find((s) => s.stepId === d.stepId)!;
-      const skill = this.registry.get(pending.skillName) ?? this.registry.get(step.skillName)!;
-      const r = skill.input.safeParse(d.arguments);
-      if (!r.success) {
-        throw new ToolchainError(ErrorCode.INVALID_ARGUMENTS, `edited arguments do not match ${skill.name}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`);
-      }
-    }
+    checkDecision(runId, d, pending, row.plan, this.registry);
     decision.at = new Date(this.env.now()).toISOString();
     decision.round = pending.round ?? 0;
     decision.by = acting.by;
@@ -388,20 +235,10 @@ export class Runtime {
   /** The graph input that continues a run from where its checkpoint stands. */
   private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
     const snap = await this.stateOf(runId);
-    // every drive carries the run's seed: a process that died while the planner node ran (only the
-    // input checkpointed) continues it from the checkpoint, and the planner must still see the
-    // run's workspace and allowlist
-    const seed: RunSeed = { workspaceId: row.workspaceId, allowedSkills: row.planningInput ? row.planningInput.allowedSkills : null, createdAt: new Date(this.env.now()).toISOString(), ...(row.admission ? { admission: row.admission } : {}) };
-    if (!(snap.values as Partial<RunState>)?.runId) {
-      const base = { runId, context: (row.context ?? {}) as Record<string, unknown>, memory: row.memory ?? {} };
-      // a run from a request that never started: the planner node plans it
-      if (row.planningInput) return { input: { ...base, request: row.planningInput.request }, seed };
-      return { input: { ...base, plan: row.plan }, seed };
-    }
-    const interrupted = snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0);
-    if (!interrupted) return { input: null, seed };
-    if (row.cancelRequest) return { input: new Command({ resume: { cancel: true, reason: row.cancelRequest.reason } satisfies ResumeValue }), seed };
-    return { input: new Command({ resume: { decisions: await this.recordedDecisions(runId) } satisfies ResumeValue }), seed };
+    const started = Boolean((snap.values as Partial<RunState>)?.runId);
+    const interrupted = Boolean(snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0));
+    const decisions = started && interrupted && !row.cancelRequest ? await this.recordedDecisions(runId) : {};
+    return continueInput(row, { started, interrupted, decisions }, new Date(this.env.now()).toISOString());
   }
 
   /**
@@ -409,12 +246,7 @@ export class Runtime {
    * a decision only to the wait it answers). Per step, the latest round wins: older ones are stale.
    */
   private async recordedDecisions(runId: string): Promise<Record<string, Decision>> {
-    const out: Record<string, Decision> = {};
-    for (const u of await this.store.unappliedDecisions(runId)) {
-      const prev = out[u.stepId];
-      if (!prev || (prev.round ?? 0) < u.round) out[u.stepId] = { ...u.decision, round: u.round };
-    }
-    return out;
+    return latestDecisions(await this.store.unappliedDecisions(runId));
   }
 
   private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
@@ -460,6 +292,14 @@ export class Runtime {
 
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
   async getRun(runId: string): Promise<RunView> {
+    return (await this.inspect(runId)).view;
+  }
+
+  /**
+   * The run view and whether the run has started: `started` is false while nothing but its
+   * record (or the graph input) is stored, and the view is then built from the store alone.
+   */
+  async inspect(runId: string): Promise<{ view: RunView; started: boolean }> {
     if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
     const snap = await this.stateOf(runId);
     const values = snap.values as Partial<RunState>;
@@ -467,13 +307,19 @@ export class Runtime {
     // planner node): not started yet, like a run with no checkpoint (the soak hit this window)
     if (!values?.runId || values.createdAt === undefined) {
       const stored = await this.store.getView(runId);
-      if (stored) return stored;
+      if (stored) return { view: stored, started: false };
       const row = await this.store.getRow(runId);
       if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       // recorded, not started yet
-      return buildRunView({ runId, plan: row.plan, context: row.context, memory: row.memory, steps: {}, status: row.status, error: null, createdAt: new Date(0).toISOString(), updatedAt: new Date(0).toISOString() } as unknown as RunState);
+      const at = row.createdAt;
+      return { view: buildRunView({ runId, plan: row.plan, context: row.context, memory: row.memory, steps: {}, status: row.status, error: null, createdAt: at, updatedAt: at } as unknown as RunState), started: false };
     }
-    const view = buildRunView(values as RunState);
+    return { view: await this.liveView(runId, values as RunState), started: true };
+  }
+
+  /** A started run's view: its checkpoint, moved forward by the live projection when it executes here. */
+  private async liveView(runId: string, values: RunState): Promise<RunView> {
+    const view = buildRunView(values);
     const local = this.active.get(runId);
     if (!local) {
       if (!TERMINAL_RUN.has(view.status) || view.pendingConfirmations.length) {
@@ -485,13 +331,7 @@ export class Runtime {
       }
       return view;
     }
-    for (const s of view.steps) {
-      s.status = local.live.status.get(s.stepId) ?? s.status;
-      s.waitingFor = local.live.waitingFor.get(s.stepId) ?? null;
-    }
-    view.pendingConfirmations = [...local.live.pending.values()];
-    if (!TERMINAL_RUN.has(view.status)) view.status = "running";
-    return view;
+    return local.live.overlay(view);
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
@@ -537,27 +377,11 @@ export class Runtime {
   }
 
   /** Poll for runs to execute until stopped (worker processes; also the default single process). */
-  startWorker(opts: { pollMs?: number; maxActive?: number; retainCheckpointsMs?: number } = {}): () => Promise<void> {
-    const pollMs = opts.pollMs ?? 1_000;
-    const maxActive = opts.maxActive ?? 50;
-    let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
-    let lastPrune = 0;
-    const tick = async () => {
-      if (stopped) return;
-      const room = maxActive - this.active.size;
-      if (room > 0) await this.recover(room).catch(() => undefined);
-      if (opts.retainCheckpointsMs !== undefined && this.env.now() - lastPrune > 60_000) {
-        lastPrune = this.env.now();
-        await this.pruneCheckpoints({ olderThanMs: opts.retainCheckpointsMs }).catch(() => undefined);
-      }
-      if (!stopped) timer = setTimeout(tick, pollMs);
-    };
-    void tick();
-    return async () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
+  startWorker(opts: WorkerOptions = {}): () => Promise<void> {
+    return startWorkerLoop(
+      { room: (max) => max - this.active.size, recover: (n) => this.recover(n), prune: (olderThanMs) => this.pruneCheckpoints({ olderThanMs }), now: () => this.env.now() },
+      opts,
+    );
   }
 
   /**
@@ -570,11 +394,10 @@ export class Runtime {
     return this.follow(runId);
   }
 
-  /** Runs executing in this process now. */
   /**
    * The version of what getRun and the API view are built from: the store's (embedded: kept in
-   * process; server: read from the row, step rows and latest checkpoint, any process) plus, for a run executing here, this drive's live projection. Null:
-   * the store cannot tell (no caching). A view computed after reading a version is at least that new.
+   * process; server: the row, step rows and latest checkpoint) plus, for a run executing here, its
+   * drive's live projection. Null: the store cannot tell (no caching).
    */
   async viewVersion(runId: string): Promise<string | null> {
     const local = this.active.get(runId);
@@ -584,6 +407,7 @@ export class Runtime {
     return stored === undefined ? null : `${stored}|${mine}`;
   }
 
+  /** Runs executing in this process now. */
   activeRuns(): string[] {
     return [...this.active.keys()];
   }
@@ -613,32 +437,14 @@ export class Runtime {
   private follow(runId: string, released = new AbortController()): RunHandle {
     const local = this.active.get(runId);
     if (local) return this.handleOf(local);
-    const events = new Channel<RunEvent>();
-    events.close();
-    const result = (async () => {
-      while (!released.signal.aborted) {
-        const row = await this.store.getRow(runId);
-        if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-        // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
-        const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > this.env.now());
-        if (SETTLED.has(row.status) && !leased && !this.active.has(runId)) {
-          if (!(await this.hasRequestToApply(runId, row))) return this.getRun(runId);
-          return (await this.redrive(runId)).result;
-        }
-        await new Promise<void>((r) => {
-          const t = setTimeout(done, 50);
-          function done() {
-            clearTimeout(t);
-            released.signal.removeEventListener("abort", done);
-            r();
-          }
-          released.signal.addEventListener("abort", done, { once: true });
-        });
-      }
-      throw new ToolchainError(ErrorCode.INTERNAL, `stopped following run ${runId}`);
-    })();
-    result.catch(() => undefined);
-    return { runId, events, result, release: () => released.abort() };
+    return followStored(runId, released, {
+      store: this.store,
+      now: () => this.env.now(),
+      executingHere: () => this.active.has(runId),
+      hasRequestToApply: (row) => this.hasRequestToApply(runId, row),
+      view: () => this.getRun(runId),
+      resume: async () => (await this.redrive(runId)).result,
+    });
   }
 
   /** The run's graph state, read outside any graph the caller may be running in (see outsideCallerContext). */
@@ -706,35 +512,6 @@ export class Runtime {
     if (isLeaseLost(e)) return this.follow(runId).result;
     throw e;
   }
-}
-
-/** A process identity for leases: hostname:pid:random. */
-export function defaultOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
-
-/** Runtimes sharing a store share in-process limits (like processes sharing a database). */
-const memoryLimits = new WeakMap<RunStore, MemoryLimits>();
-function memoryLimitsFor(store: RunStore): MemoryLimits {
-  let l = memoryLimits.get(store);
-  if (!l) memoryLimits.set(store, (l = new MemoryLimits()));
-  return l;
-}
-
-function runLimits(coordinator: LimitCoordinator, store: RunStore): RunLimits {
-  const ws = new Map<string, string>();
-  return {
-    coordinator,
-    async workspaceOf(runId) {
-      let w = ws.get(runId);
-      if (w === undefined) {
-        w = (await store.getRow(runId))?.workspaceId ?? "default";
-        if (ws.size >= 10_000) ws.clear();
-        ws.set(runId, w);
-      }
-      return w;
-    },
-  };
 }
 
 export function createRuntime(opts: RuntimeOptions = {}): Runtime {

@@ -1,6 +1,8 @@
 /** The run view: one shape for the library, the API and the CLI, derived from graph state. */
-import type { Decision, PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
-import { pendingConfirmations, type PendingConfirmation } from "../../graphs/approval-node.js";
+import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
+import { pendingConfirmations } from "../../graphs/approval-node.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import type { Decision } from "../kernel/decision.js";
 import type { StepError } from "../kernel/errors.js";
 import type { Admission, Requester } from "../plan/admission.js";
 import type { WaitingFor } from "../kernel/limits.js";

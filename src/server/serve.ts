@@ -10,7 +10,7 @@ import path from "node:path";
 import { cachedAuthenticator } from "../api/auth.js";
 import { oidcFromEnv, withOidc, type OidcConfig } from "../api/oidc.js";
 import { createApp, type ApiApp, type AppLimits, type McpOptions } from "../api/app.js";
-import type { Execution } from "../api/run-service.js";
+import type { Execution } from "../service/run-service.js";
 import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
@@ -183,7 +183,7 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
     });
     const port = (server.address() as AddressInfo).port;
     const url = `http://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${port}`;
-    const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive }) : async () => undefined;
+    const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive, log }) : async () => undefined;
 
     log(`toolchain API on ${url} (${db.kind === "server" ? "Postgres server" : `embedded Postgres in ${cfg.dataDir}`}; live events via ${live.transport}${cfg.redisUrl ? " + Redis view cache" : ""}; ${cfg.worker ? "executing runs here" : "API only: runs are queued for workers"})`);
     log(`run console: ${url}/console (sign in with a workspace API key)`);

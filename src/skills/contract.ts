@@ -25,7 +25,7 @@ export interface SkillContext {
   logger: SkillLogger;
   /** The run's context (read-only view). */
   context: unknown;
-  /** The workspace the run belongs to ("default" for runs started without one). */
+  /** The workspace the run belongs to (DEFAULT_WORKSPACE, src/kernel/workspace.ts, for runs started without one). */
   workspaceId: string;
 }
 

@@ -1,6 +1,6 @@
 /** RunStore in process memory: the library default and the reference for the shared store suite. */
 import type { Acting } from "../kernel/actor.js";
-import type { Decision } from "../../graphs/state.js";
+import type { Decision } from "../kernel/decision.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
 import type { RunView } from "../runtime/view.js";
@@ -36,11 +36,12 @@ export class MemoryRunStore implements RunStore {
 
   async createRun(r: NewRun): Promise<void> {
     if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
+    const createdAt = new Date(this.now());
     this.runs.set(r.runId, {
-      row: { ...r, admission: r.admission ?? null, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0 },
+      row: { ...r, admission: r.admission ?? null, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0, createdAt: createdAt.toISOString() },
       events: [],
       keys: new Set(),
-      createdAt: new Date(this.now()),
+      createdAt,
       decisions: new Map(),
     });
   }

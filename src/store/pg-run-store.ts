@@ -1,47 +1,30 @@
 /**
- * RunStore on Postgres (server or embedded). Plain SQL, one transaction per event batch (one
- * statement when the batch is a drive's fresh events: appendFast).
+ * RunStore on Postgres (server or embedded). Plain SQL; the event append (numbering, projection,
+ * notification) is src/store/pg-event-log.ts.
  */
 import type pg from "pg";
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { Acting } from "../kernel/actor.js";
-import type { Decision } from "../../graphs/state.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import type { Decision } from "../kernel/decision.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
-import type { RunStatus, StepStatus } from "../kernel/status.js";
-import { decisionView, type RunView } from "../runtime/view.js";
-import { exportPlanGraph } from "../plan/graph-export.js";
+import type { RunStatus } from "../kernel/status.js";
+import type { RunView } from "../runtime/view.js";
 import { table, type Database } from "./db.js";
-import { project } from "./projection.js";
+import { PgEventLog } from "./pg-event-log.js";
+import { runRowFrom, viewFromRows } from "./pg-run-rows.js";
 import { ViewGenerations } from "./view-generations.js";
 import type { ToolChainPlan } from "../plan/schema.js";
-import { LeaseLostError, plannedBy, sameDecision, voterOf, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
+import type { Acting } from "../kernel/actor.js";
+import { LeaseLostError, voterOf, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
 import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
 import type { StepError } from "../kernel/errors.js";
 import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
 
 type Tx = pg.PoolClient;
 
-/** Postgres channel every server-mode append notifies (payload: {"s": schema, "r": runId, "q": lastSeq}). */
-export const EVENTS_CHANNEL = "toolchain_events";
-
 /** Change watchers per database (pool): every PgRunStore on one database in this process tells the same watchers. */
 const watchers = new WeakMap<pg.Pool, Set<RunChangeListener>>();
 /** View versions of an embedded database's runs, shared by every store on its pool. */
 const generations = new WeakMap<pg.Pool, ViewGenerations>();
-
-/**
- * The step projection an event batch carries ($3: [{ stepId, status, attempts, ... }]) applied to
- * the step rows `s`: one text for both append paths (the one-statement path and the locked one).
- */
-const STEP_PROJECTION = `status = COALESCE(x.status, s.status),
-  attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
-  error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
-  error_message = CASE WHEN x."errorMessage" IS NOT NULL THEN x."errorMessage" ELSE s.error_message END,
-  started_at = COALESCE(s.started_at, x."startedAt"),
-  finished_at = COALESCE(x."finishedAt", s.finished_at),
-  rollback_status = COALESCE(x."rollbackStatus", s.rollback_status),
-  updated_at = now()
-  FROM jsonb_to_recordset($3::jsonb) AS x("stepId" text, status text, attempts int, "errorCode" text, "errorMessage" text, "startedAt" timestamptz, "finishedAt" timestamptz, "rollbackStatus" text)`;
 
 export class PgRunStore implements RunStore {
   private readonly runs: string;
@@ -52,6 +35,7 @@ export class PgRunStore implements RunStore {
   private readonly events: string;
   private readonly decisions: string;
   private readonly approvals: string;
+  private readonly log: PgEventLog;
 
   constructor(private readonly db: Database) {
     this.runs = table(db, "tool_chain_runs");
@@ -66,6 +50,7 @@ export class PgRunStore implements RunStore {
     this.events = table(db, "tool_chain_event_logs");
     this.decisions = table(db, "tool_chain_decisions");
     this.approvals = table(db, "tool_chain_approvals");
+    this.log = new PgEventLog(db, { runs: this.runs, steps: this.steps, events: this.events }, (fn) => this.tx(fn), (c, runId, plan, planning) => this.setPlan(c, runId, plan, planning));
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -122,162 +107,14 @@ export class PgRunStore implements RunStore {
     if (runId.includes("\u0000")) return undefined; // no run can have such an id (Postgres text cannot hold it)
     const { rows } = await this.db.pool.query(`SELECT * FROM ${this.runs} WHERE run_id = $1`, [runId]);
     const r = rows[0];
-    if (!r) return undefined;
-    return {
-      runId: r.run_id,
-      workspaceId: r.workspace_id,
-      traceId: r.trace_id,
-      status: r.status,
-      plan: r.plan,
-      context: r.context,
-      memory: r.memory,
-      pendingConfirmations: r.pending_confirmations,
-      leaseOwner: r.lease_owner,
-      leaseExpiresAt: r.lease_expires_at,
-      lastSeq: Number(r.last_seq),
-      checkpointPruned: r.checkpoint_pruned_at !== null,
-      planningInput: r.planning_input ?? null,
-      error: r.error ?? null,
-      cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) } : null,
-      driveFailures: Number(r.drive_failures ?? 0),
-      admission: r.admission ?? null,
-    };
+    return r ? runRowFrom(r) : undefined;
   }
 
   async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
-    const fresh = await this.appendTx(runId, events, owner);
+    const fresh = await this.log.append(runId, events, owner);
     if (fresh.length) this.changed({ runId, events: fresh });
     return fresh;
   }
-
-  /**
-   * What this process last wrote for a run it appends to (its last seq and pending confirmations),
-   * so the next batch can go in one statement (appendFast). A hint only: the statement checks it.
-   */
-  private readonly appended = new Map<string, { lastSeq: number; pending: PendingConfirmation[] }>();
-
-  private async appendTx(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
-    if (!events.length) return [];
-    const known = this.appended.get(runId);
-    if (known && owner) {
-      const fast = await this.appendFast(runId, events, owner, known);
-      if (fast) return fast;
-    }
-    const fresh = await this.appendLocked(runId, events, owner);
-    return fresh;
-  }
-
-  /**
-   * The common case in one round trip: a drive appending fresh events to the run it holds. One
-   * statement (atomic) writes the events, the step and run projection and the notification, on
-   * the condition that the run row is as this process last left it (same last seq, same pending
-   * confirmations, this owner's lease) and that no event of the batch is stored yet. Any event
-   * insert moves last_seq in the same transaction, and the row lock makes a concurrent append
-   * re-check the condition on the new row, so a stale hint can never number or project twice:
-   * when the condition fails nothing is written and appendLocked takes over.
-   */
-  private async appendFast(runId: string, events: readonly EmittedEvent[], owner: string, known: { lastSeq: number; pending: PendingConfirmation[] }): Promise<RunEvent[] | undefined> {
-    const keys = new Set<string>();
-    const fresh: RunEvent[] = [];
-    let seq = known.lastSeq;
-    for (const e of events) {
-      if (keys.has(e.key)) continue; // a repeat within the batch: as appendLocked, the first one counts
-      keys.add(e.key);
-      fresh.push({ ...e, runId, seq: ++seq });
-    }
-    if (plannedBy(fresh)) return undefined; // the plan is written with its steps: appendLocked
-    const p = project(fresh, known.pending);
-    const notify = this.db.kind === "server";
-    const { rows } = await this.db.pool.query(
-      `WITH ru AS (
-         UPDATE ${this.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
-           finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
-         WHERE run_id = $1 AND last_seq = $10 AND lease_owner = $11 AND pending_confirmations = $12::jsonb
-           AND NOT EXISTS (SELECT 1 FROM ${this.events} e WHERE e.run_id = $1 AND e.key = ANY($13::text[]))
-         RETURNING 1),
-       ins AS (
-         INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
-         SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)
-         WHERE EXISTS (SELECT 1 FROM ru)
-         RETURNING 1),
-       st AS (
-         UPDATE ${this.steps} s SET
-           ${STEP_PROJECTION}
-         WHERE s.run_id = $1 AND s.step_id = x."stepId" AND EXISTS (SELECT 1 FROM ru)
-         RETURNING 1)
-       SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
-         CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified`,
-      [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), notify, EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq }), known.lastSeq, owner, JSON.stringify(known.pending), [...keys]],
-    );
-    if (Number(rows[0].runs) !== 1) {
-      this.appended.delete(runId);
-      return undefined;
-    }
-    this.remember(runId, seq, p.pending);
-    return fresh;
-  }
-
-  private remember(runId: string, lastSeq: number, pending: PendingConfirmation[]): void {
-    // bounded: a hint per run this process appends to, dropped when its lease is released
-    if (!this.appended.has(runId) && this.appended.size >= 10_000) this.appended.clear();
-    this.appended.set(runId, { lastSeq, pending });
-  }
-
-  /** Lock the run row, drop events already stored, number the rest, write them with the projection. */
-  private async appendLocked(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
-    // Two statements inside the transaction (a lock-and-read, then one write with CTEs): every
-    // round trip here is paid per event batch, beside the checkpointer's own writes.
-    return this.tx(async (c) => {
-      const keys = events.map((e) => e.key);
-      const { rows } = await c.query(
-        `SELECT r.last_seq, r.lease_owner, r.pending_confirmations,
-           (SELECT coalesce(array_agg(e.key), '{}') FROM ${this.events} e WHERE e.run_id = $1 AND e.key = ANY($2::text[])) AS dups
-         FROM ${this.runs} r WHERE r.run_id = $1 FOR UPDATE OF r`,
-        [runId, keys],
-      );
-      const run = rows[0];
-      if (!run) throw new Error(`run ${runId} has no history row`);
-      if (owner && run.lease_owner !== owner) throw new LeaseLostError(runId, owner);
-      const seen = new Set<string>(run.dups as string[]);
-      let seq = Number(run.last_seq);
-      const fresh: RunEvent[] = [];
-      for (const e of events) {
-        if (seen.has(e.key)) continue;
-        seen.add(e.key);
-        fresh.push({ ...e, runId, seq: ++seq });
-      }
-      if (!fresh.length) {
-        if (owner) this.remember(runId, seq, run.pending_confirmations as PendingConfirmation[]);
-        return [];
-      }
-      const planned = plannedBy(fresh);
-      if (planned) await this.setPlan(c, runId, planned.plan, planned.planning);
-      const p = project(fresh, run.pending_confirmations as PendingConfirmation[]);
-      const notify = this.db.shared; // delivered to LISTENers when (and only if) this commits
-      await c.query(
-        `WITH ins AS (
-           INSERT INTO ${this.events} (run_id, seq, type, step_id, key, data, at)
-           SELECT $1, x.seq, x.type, x."stepId", x.key, x.data, x.at FROM jsonb_to_recordset($2::jsonb) AS x(seq bigint, type text, "stepId" text, key text, data jsonb, at timestamptz)
-           RETURNING 1),
-         st AS (
-           UPDATE ${this.steps} s SET
-             ${STEP_PROJECTION}
-           WHERE s.run_id = $1 AND s.step_id = x."stepId"
-           RETURNING 1),
-         ru AS (
-           UPDATE ${this.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
-             finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
-           WHERE run_id = $1
-           RETURNING 1)
-         SELECT (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM ru) AS runs,
-           CASE WHEN $7::boolean THEN pg_notify($8, $9) END AS notified`,
-        [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), notify, EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })],
-      );
-      if (owner) this.remember(runId, seq, p.pending);
-      return fresh;
-    });
-  }
-
 
   async list(runId: string, after = 0): Promise<RunEvent[]> {
     const { rows } = await this.db.pool.query(
@@ -349,50 +186,9 @@ export class PgRunStore implements RunStore {
     const r = rows[0];
     if (!r) return undefined;
     const steps = await this.db.pool.query(`SELECT * FROM ${this.steps} WHERE run_id = $1`, [runId]);
-    const byId = new Map(steps.rows.map((s) => [s.step_id, s]));
     // the latest applied decision of each step (who decided stays visible after checkpoints are pruned)
     const decided = await this.db.pool.query(`SELECT DISTINCT ON (step_id) step_id, decision FROM ${this.decisions} WHERE run_id = $1 AND applied ORDER BY step_id, round DESC`, [runId]);
-    const decisionOf = new Map(decided.rows.map((d) => [d.step_id as string, d.decision as Decision]));
-    const plan = r.plan as RunView["plan"];
-    const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-    const stepViews = plan.steps.map((p) => {
-      const s = byId.get(p.stepId);
-      return {
-        stepId: p.stepId,
-        skillName: p.skillName,
-        status: (s?.status ?? "pending") as StepStatus,
-        dependsOn: [...p.dependsOn],
-        attempts: s?.attempts ?? 0,
-        input: s?.input ?? null,
-        output: s?.output ?? null,
-        error: s?.error_code ? { code: s.error_code, message: s.error_message ?? "" } : null,
-        startedAt: iso(s?.started_at ?? null),
-        finishedAt: iso(s?.finished_at ?? null),
-        usedFallback: false,
-        retrySuppressed: null,
-        waitingFor: null,
-        decision: decisionView(decisionOf.get(p.stepId)),
-        rollback: s?.rollback_status ? { status: s.rollback_status, error: s.rollback_error ?? null } : null,
-      };
-    });
-    const status = steps.rows.length ? (r.status as RunStatus) : (r.status as RunStatus);
-    return {
-      runId,
-      status,
-      plan,
-      context: r.context,
-      memory: r.memory,
-      result: r.result,
-      error: r.error,
-      steps: stepViews,
-      pendingConfirmations: r.pending_confirmations,
-      graph: exportPlanGraph(plan, (id) => byId.get(id)?.status),
-      planning: r.planning ?? null,
-      admission: r.admission ?? null,
-      requestedBy: r.admission?.requestedBy ?? null,
-      createdAt: new Date(r.created_at).toISOString(),
-      updatedAt: new Date(r.updated_at).toISOString(),
-    };
+    return viewFromRows(r, steps.rows, new Map(decided.rows.map((d) => [d.step_id as string, d.decision as Decision])));
   }
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
@@ -405,7 +201,7 @@ export class PgRunStore implements RunStore {
     if (rowCount) {
       this.generations?.bump(runId);
       // the first event batch of this drive can then go in one statement (appendFast checks it)
-      this.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
+      this.log.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
     }
     return rowCount === 1;
   }
@@ -419,7 +215,7 @@ export class PgRunStore implements RunStore {
   }
 
   async releaseLease(runId: string, owner: string): Promise<void> {
-    this.appended.delete(runId);
+    this.log.forget(runId);
     await this.db.pool.query(`UPDATE ${this.runs} SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
     this.generations?.bump(runId);
   }

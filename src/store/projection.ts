@@ -2,8 +2,9 @@
  * How events change the stored run and step rows: pure, shared by both stores, so the audit
  * tables move in exactly the order events happen.
  */
-import { compensationPending, type PendingConfirmation } from "../../graphs/approval-node.js";
-import { STEP_STATUS_AFTER, type RunEvent } from "../kernel/events.js";
+import { compensationPending, type PendingConfirmation } from "../kernel/pending.js";
+import type { RunEvent } from "../kernel/events.js";
+import { runStatusAfter, STEP_STATUS_AFTER } from "../kernel/projection.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
 
 export interface StepPatch {
@@ -30,29 +31,7 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
   const steps = new Map<string, StepPatch>();
   let runStatus: RunStatus | undefined;
   for (const e of events) {
-    switch (e.type) {
-      case "planning_started":
-        runStatus = "planning";
-        break;
-      case "planning_completed":
-        runStatus = "running";
-        break;
-      case "run_waiting_confirmation":
-        runStatus = "waiting_confirmation";
-        break;
-      case "run_completed":
-      case "run_failed":
-        runStatus = (e.data.status as RunStatus | undefined) ?? (e.type === "run_completed" ? "completed" : "failed");
-        break;
-      case "rollback_waiting_decision":
-        runStatus = "rollback_failed";
-        break;
-      case "step_started":
-      case "step_fallback_started":
-      case "step_confirmed":
-        if (runStatus === "waiting_confirmation" || runStatus === undefined) runStatus = "running";
-        break;
-    }
+    runStatus = runStatusAfter(e, runStatus) ?? runStatus;
     if (!e.stepId) continue;
     const p = steps.get(e.stepId) ?? { stepId: e.stepId };
     const st = STEP_STATUS_AFTER[e.type];

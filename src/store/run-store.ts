@@ -2,10 +2,10 @@
  * The run history contract: runs, step runs, the event log, leases and recorded decisions.
  * Two implementations keep it: MemoryRunStore (tests, library default) and PgRunStore.
  */
-import type { Decision } from "../../graphs/state.js";
+import type { Decision } from "../kernel/decision.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
 import type { Acting, Actor, Via } from "../kernel/actor.js";
 import type { Admission } from "../plan/admission.js";
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { ToolChainPlan } from "../plan/schema.js";
@@ -59,6 +59,8 @@ export interface RunRow {
   driveFailures: number;
   /** Who wrote the plan (null: a run recorded before provenance existed). */
   admission: Admission | null;
+  /** When the run was recorded (ISO). */
+  createdAt: string;
 }
 
 export interface CancelRequest {

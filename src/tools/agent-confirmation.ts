@@ -4,6 +4,7 @@
  * runtime imports: src/tools/langchain.ts raises the interrupt and applies the decisions.
  */
 import { z } from "zod";
+import { DecisionSchema } from "../kernel/decision.js";
 import { ErrorCode } from "../kernel/errors.js";
 import type { PendingStep, ToolChainRunResult } from "./definitions.js";
 import { brief } from "./results.js";
@@ -23,14 +24,8 @@ export type AgentPendingStep = PendingStep & { round: number };
 /** A run result whose pending steps carry their round (what the tools answer with). */
 export type AgentRunResult = Omit<ToolChainRunResult, "pending"> & { pending: AgentPendingStep[] };
 
-export const ToolChainDecisionSchema = z
-  .object({
-    decision: z.enum(["approve", "reject", "mark_done", "skip"]),
-    arguments: z.record(z.string(), z.unknown()).optional(),
-    output: z.unknown().optional(),
-    comment: z.string().max(4_000).optional(),
-  })
-  .strict();
+/** A decision as a chat agent resumes with it (the kernel's shape; the runtime stamps `at` and the round). */
+export const ToolChainDecisionSchema = DecisionSchema.pick({ decision: true, arguments: true, output: true, comment: true });
 export type ToolChainDecision = z.infer<typeof ToolChainDecisionSchema>;
 
 /** What the agent is resumed with: `Command({ resume: <this> })`. */

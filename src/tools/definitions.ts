@@ -8,6 +8,7 @@
  * are found by the runtime's validation and answered with its codes (SKILL_NOT_ALLOWED, …).
  */
 import { z } from "zod";
+import { DecisionSchema } from "../kernel/decision.js";
 import { RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema } from "../plan/schema.js";
 
@@ -47,22 +48,18 @@ export type RunToolChainInput = z.infer<typeof RunToolChainInputSchema>;
 export const GetToolChainRunInputSchema = z.object({ runId: RunIdSchema }).strict();
 export type GetToolChainRunInput = z.infer<typeof GetToolChainRunInputSchema>;
 
+/** The kernel's decision (src/kernel/decision.ts) with descriptions written for a model. */
 export const ConfirmToolChainStepInputSchema = z
-  .object({
-    runId: RunIdSchema,
-    stepId: z.string().min(1).max(64).describe("The waiting step (from `pending[].stepId`)."),
-    decision: z
-      .enum(["approve", "reject", "mark_done", "skip"])
-      .describe("approve: run the step (or retry it); reject: do not run it (the step fails with REJECTED). For a step in doubt after a crash, mark_done: it already happened. For a failed compensation, skip: leave it undone."),
-    arguments: z.record(z.string(), z.unknown()).optional().describe("approve only: corrected arguments for the step (validated against the skill's input schema again)."),
-    output: z.unknown().optional().describe("mark_done only: the output to record for the step."),
-    comment: z.string().max(4_000).optional().describe("Why, for the audit trail."),
-    round: z
-      .number()
-      .int()
-      .min(0)
-      .optional()
-      .describe("The wait answered (from `pending[].round`). Send it: a decision for a round the step no longer waits in is refused (CONFIRMATION_NOT_PENDING), never applied to a later wait."),
+  .object({ runId: RunIdSchema, stepId: z.string().min(1).max(64).describe("The waiting step (from `pending[].stepId`).") })
+  .extend(DecisionSchema.pick({ decision: true, arguments: true, output: true, comment: true, round: true }).shape)
+  .extend({
+    decision: DecisionSchema.shape.decision.describe(
+      "approve: run the step (or retry it); reject: do not run it (the step fails with REJECTED). For a step in doubt after a crash, mark_done: it already happened. For a failed compensation, skip: leave it undone.",
+    ),
+    arguments: DecisionSchema.shape.arguments.describe("approve only: corrected arguments for the step (validated against the skill's input schema again)."),
+    output: DecisionSchema.shape.output.describe("mark_done only: the output to record for the step."),
+    comment: DecisionSchema.shape.comment.describe("Why, for the audit trail."),
+    round: DecisionSchema.shape.round.describe("The wait answered (from `pending[].round`). Send it: a decision for a round the step no longer waits in is refused (CONFIRMATION_NOT_PENDING), never applied to a later wait."),
   })
   .strict();
 export type ConfirmToolChainStepInput = z.infer<typeof ConfirmToolChainStepInputSchema>;
@@ -195,4 +192,3 @@ export const cancelToolChainRunTool = {
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
 } satisfies ToolDefinition;
 
-export const TOOL_DEFINITIONS = [planToolChainTool, runToolChainTool, getToolChainRunTool, confirmToolChainStepTool, cancelToolChainRunTool] as const;

@@ -35,10 +35,11 @@ import { skillMatcher } from "../store/access-store.js";
 import { confirmationInterrupt, parseResume, type AgentRunResult, type ResumeError, type ToolChainResume } from "./agent-confirmation.js";
 import { planToolChainTool, RUN_TOOL_CHAIN_DESCRIPTION, runToolChainTool, type PlanToolChainInput, type PlanToolChainResult, type RunToolChainInput } from "./definitions.js";
 import { toPlanResult, toRunResult } from "./results.js";
+import { DEFAULT_WORKSPACE } from "../kernel/workspace.js";
 
 export interface ToolChainToolsOptions {
   runtime: Runtime;
-  /** Whose runs these are (skills scope their data by it), as an API key's workspace. @default "default" */
+  /** Whose runs these are (skills scope their data by it), as an API key's workspace. @default DEFAULT_WORKSPACE */
   workspaceId?: string;
   /** The skills this agent may use: a predicate, or patterns as on API keys ("core.*", "qtable.notify.send"). Applied on top of the runtime's own allowlist. */
   allowSkill?: ((name: string) => boolean) | readonly string[];
@@ -169,7 +170,7 @@ const isDuplicateRun = (e: unknown) => (e as { code?: unknown })?.code === "2350
 
 export function createToolChainTools(o: ToolChainToolsOptions) {
   const { runtime } = o;
-  const workspaceId = o.workspaceId ?? "default";
+  const workspaceId = o.workspaceId ?? DEFAULT_WORKSPACE;
   const allowSkill = typeof o.allowSkill === "function" ? o.allowSkill : o.allowSkill ? skillMatcher(o.allowSkill) : undefined;
   const scope: Pick<RunOptions, "workspaceId" | "allowSkill"> = { workspaceId, ...(allowSkill ? { allowSkill } : {}) };
   const acting: Acting = { by: o.actingFor ?? { kind: "agent", id: "langchain-tools" }, via: "agent" };

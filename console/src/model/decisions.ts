@@ -1,7 +1,6 @@
 /** What an approver can decide for each kind of pending decision (pure). */
+import type { DecisionValue } from "../../../src/kernel/decision.js";
 import type { PendingDecision, PendingKind, RunView } from "./types.js";
-
-export type DecisionValue = "approve" | "reject" | "mark_done" | "skip";
 
 export interface DecisionAction {
   decision: DecisionValue;

@@ -4,12 +4,12 @@
  * then SSE from the last one (Last-Event-ID); every event moves the DAG at once, and the view
  * (inputs, outputs, rollback) is fetched again shortly after.
  */
-import { STEP_STATUS_AFTER } from "../../../src/kernel/events.js";
-import { TERMINAL_RUN } from "../../../src/kernel/status.js";
+import { TERMINAL_RUN, type StepStatus } from "../../../src/kernel/status.js";
 import type { Ctx, View } from "../context.js";
 import { badge, h, replace } from "../dom.js";
 import { KIND_LABEL, kindOf } from "../model/decisions.js";
 import { compact, duration, humanStatus } from "../model/format.js";
+import { applyLiveEvent } from "../model/live.js";
 import { buildTimeline } from "../model/timeline.js";
 import type { RunEvent, RunView, StepView } from "../model/types.js";
 import { followRun, type FollowState, type Follower } from "../sse.js";
@@ -29,7 +29,7 @@ function mountRun(el: HTMLElement, ctx: Ctx, runId: string): () => void {
   let view: RunView | undefined;
   const events: RunEvent[] = [];
   const seen = new Set<number>();
-  const eventStatus = new Map<string, string>();
+  const eventStatus = new Map<string, StepStatus>();
   let dag: DagView | undefined;
   let follower: Follower | undefined;
   let stopped = false;
@@ -171,9 +171,7 @@ function mountRun(el: HTMLElement, ctx: Ctx, runId: string): () => void {
     for (const e of fresh) {
       seen.add(e.seq);
       events.push(e);
-      const st = STEP_STATUS_AFTER[e.type];
-      if (e.stepId && st) eventStatus.set(e.stepId, st);
-      if (view && (e.type === "run_completed" || e.type === "run_failed") && typeof e.data.status === "string") view.status = e.data.status as RunView["status"];
+      applyLiveEvent(view, eventStatus, e);
     }
     const atBottom = logBody.parentElement!.parentElement!.scrollTop + logBody.parentElement!.parentElement!.clientHeight >= logBody.parentElement!.parentElement!.scrollHeight - 8;
     for (const e of fresh.slice(-LOG_MAX)) logBody.appendChild(logRow(e));

@@ -4,7 +4,7 @@
  * process's graph state is only checkpointed when its scheduler node returns, so its step
  * statuses lag; the run store is updated with every event batch).
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
 import { TERMINAL_RUN, TERMINAL_STEP, type StepStatus } from "../kernel/status.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -22,7 +22,7 @@ export function present(view: RunView, traceId: string): ApiRunView {
 const rank = (s: StepStatus) => (s === "pending" ? 0 : TERMINAL_STEP.has(s) ? 2 : 1);
 
 /** Pure: newer statuses from the stored projection over a lagging checkpoint view. */
-export function overlayStored(view: RunView, stored: RunView | undefined, row: Pick<RunRow, "status" | "pendingConfirmations">): RunView {
+function overlayStored(view: RunView, stored: RunView | undefined, row: Pick<RunRow, "status" | "pendingConfirmations">): RunView {
   const byId = new Map(stored?.steps.map((s) => [s.stepId, s]) ?? []);
   const steps = view.steps.map((s) => {
     const o = byId.get(s.stepId);
@@ -30,25 +30,22 @@ export function overlayStored(view: RunView, stored: RunView | undefined, row: P
     return { ...s, status: o.status, attempts: Math.max(s.attempts, o.attempts), startedAt: s.startedAt ?? o.startedAt, finishedAt: o.finishedAt ?? s.finishedAt, error: s.error ?? o.error };
   });
   const status = new Map(steps.map((s) => [s.stepId, s.status]));
-  const epoch = (d: string) => d.startsWith("1970-");
   return {
     ...view,
     status: row.status,
     steps,
     pendingConfirmations: row.pendingConfirmations as PendingConfirmation[],
     graph: exportPlanGraph(view.plan, (id) => status.get(id)),
-    createdAt: epoch(view.createdAt) && stored ? stored.createdAt : view.createdAt,
-    updatedAt: stored && (epoch(view.updatedAt) || stored.updatedAt > view.updatedAt) ? stored.updatedAt : view.updatedAt,
+    updatedAt: stored && stored.updatedAt > view.updatedAt ? stored.updatedAt : view.updatedAt,
   };
 }
 
 export async function currentView(runtime: Runtime, row: RunRow): Promise<ApiRunView> {
-  let view = await runtime.getRun(row.runId);
+  let { view, started } = await runtime.inspect(row.runId);
   // nobody executes a run that waits without a lease: its checkpoint is the whole truth
   const idle = view.status === "waiting_confirmation" && !row.leaseOwner;
-  // not checkpointed yet (just recorded): the runtime builds it from the row, without times
-  const unstarted = view.createdAt.startsWith("1970-");
-  if (!TERMINAL_RUN.has(view.status) && !idle && (unstarted || !runtime.activeRuns().includes(row.runId))) {
+  // not started (just recorded): the runtime built it from the store; the row's status is newer
+  if (!TERMINAL_RUN.has(view.status) && !idle && (!started || !runtime.activeRuns().includes(row.runId))) {
     view = overlayStored(view, await runtime.store.getView(row.runId), row);
   }
   return present(view, row.traceId);

@@ -1,6 +1,7 @@
 /**
  * What the run routes do, over the Runtime, in one workspace's name. Returns tagged outcomes;
- * src/api/runs.ts translates them to HTTP (OUTCOME_STATUS) and coded errors via errors.ts.
+ * src/api/runs.ts translates them to HTTP (OUTCOME_STATUS) and coded errors via errors.ts, the
+ * MCP tools (src/mcp/server.ts) and the CLI's stdio server use the same service.
  *
  * Execution: "inline" runs execute in this process (the default single-process server);
  * "queue" records them for worker processes (`toolchain worker`) and follows them through the
@@ -15,15 +16,15 @@ import type { RunHandle, Runtime } from "../runtime/runtime.js";
 import type { RunView } from "../runtime/view.js";
 import { actorOf, rolesOf, skillMatcher, type Principal } from "../store/access-store.js";
 import type { Via } from "../kernel/actor.js";
-import { assertMay } from "./auth.js";
+import { assertMay } from "../api/auth.js";
 import type { RunRow } from "../store/run-store.js";
 import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
-import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "./schemas.js";
+import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "../api/schemas.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { FinishedViews, type FinishedViewsOptions } from "./finished-views.js";
 import { currentView, present, type ApiRunView } from "./views.js";
-import { withApprovals } from "./approval-view.js";
+import { withApprovals } from "../api/approval-view.js";
 
 export type Execution = "inline" | "queue";
 
