@@ -38,13 +38,14 @@ interface Coverage {
   refused: number;
   cancels: number;
   midRunCancels: number;
+  cancelsWonRace: number;
   completed: number;
   compensations: number;
   crashes: number;
   takeovers: number;
   prunes: number;
 }
-const newCoverage = (): Coverage => ({ sequences: 0, decisions: 0, repeats: 0, races: 0, refused: 0, cancels: 0, midRunCancels: 0, completed: 0, compensations: 0, crashes: 0, takeovers: 0, prunes: 0 });
+const newCoverage = (): Coverage => ({ sequences: 0, decisions: 0, repeats: 0, races: 0, refused: 0, cancels: 0, midRunCancels: 0, cancelsWonRace: 0, completed: 0, compensations: 0, crashes: 0, takeovers: 0, prunes: 0 });
 
 interface Real {
   world: CrashableWorld;
@@ -248,7 +249,10 @@ class Cancel implements fc.AsyncCommand<Model, Real> {
         expect(outcome).toBe("ok");
         run.decided[w.stepId] = "approve";
         r.cov.decisions++;
-      } else [run.raced, run.cancelled] = [true, true];
+      } else {
+        [run.raced, run.cancelled] = [true, true];
+        r.cov.cancelsWonRace++;
+      }
       r.cov.midRunCancels++;
     } else {
       await (await rt(r, this.via).cancel(run.runId, "model cancel")).result.catch(() => undefined);
@@ -354,7 +358,7 @@ for (const kind of ["memory", "postgres"] as const) {
     };
 
     test(`fixed seed ${FIXED_SEED}: decisions, races, cancels, crashes and retention against the model; coverage held to minimums`, async () => {
-      const cov = await explore(FIXED_SEED, kind === "memory" ? 25 : 12);
+      const cov = await explore(FIXED_SEED, kind === "memory" ? 25 : 10);
       console.log(`decision model '${world.name}' seed ${FIXED_SEED} coverage ${JSON.stringify(cov)}`);
       expect(cov.decisions).toBeGreaterThanOrEqual(20);
       expect(cov.completed).toBeGreaterThanOrEqual(5);
@@ -368,7 +372,7 @@ for (const kind of ["memory", "postgres"] as const) {
 
     test(`a second seed (replay a failure with MODEL_SEED=${secondSeed})`, async () => {
       console.log(`decision model '${world.name}' second seed: MODEL_SEED=${secondSeed}`);
-      const cov = await explore(secondSeed, kind === "memory" ? 15 : 6);
+      const cov = await explore(secondSeed, kind === "memory" ? 12 : 4);
       console.log(`decision model '${world.name}' MODEL_SEED=${secondSeed} coverage ${JSON.stringify(cov)}`);
       expect(cov.decisions).toBeGreaterThan(0);
       expect(cov.completed + cov.compensations + cov.takeovers).toBeGreaterThan(0);
