@@ -358,7 +358,7 @@ for (const kind of ["memory", "postgres"] as const) {
     };
 
     test(`fixed seed ${FIXED_SEED}: decisions, races, cancels, crashes and retention against the model; coverage held to minimums`, async () => {
-      const cov = await explore(FIXED_SEED, kind === "memory" ? 25 : 10);
+      const cov = await explore(FIXED_SEED, kind === "memory" ? 25 : 20);
       console.log(`decision model '${world.name}' seed ${FIXED_SEED} coverage ${JSON.stringify(cov)}`);
       expect(cov.decisions).toBeGreaterThanOrEqual(20);
       expect(cov.completed).toBeGreaterThanOrEqual(5);
@@ -372,7 +372,7 @@ for (const kind of ["memory", "postgres"] as const) {
 
     test(`a second seed (replay a failure with MODEL_SEED=${secondSeed})`, async () => {
       console.log(`decision model '${world.name}' second seed: MODEL_SEED=${secondSeed}`);
-      const cov = await explore(secondSeed, kind === "memory" ? 12 : 4);
+      const cov = await explore(secondSeed, kind === "memory" ? 12 : 6);
       console.log(`decision model '${world.name}' MODEL_SEED=${secondSeed} coverage ${JSON.stringify(cov)}`);
       expect(cov.decisions).toBeGreaterThan(0);
       expect(cov.completed + cov.compensations + cov.takeovers).toBeGreaterThan(0);
