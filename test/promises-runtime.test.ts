@@ -15,6 +15,7 @@ import { openCrashableWorld } from "./helpers/crashable.js";
 import { HangSwitch, modelSkills } from "./helpers/model-skills.js";
 import { ConcurrencyProbe, EffectLedger, effectSkill, Gates, gateSkill, probeSkill } from "./helpers/skills.js";
 import { waitFor } from "./helpers/wait.js";
+import type { Runtime } from "../src/runtime/runtime.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -39,13 +40,23 @@ describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose
     h.result.catch(() => undefined);
     return { world, ledger, runId: h.runId, b: world.procs[1]!.runtime };
   }
+  /** The live process takes the run over once the dead one's lease expired (it may already drive it, from its own cancel). */
+  const takeOver = (b: Runtime, runId: string) =>
+    waitFor(
+      async () => {
+        await b.recover();
+        const row = await b.store.getRow(runId);
+        return row?.status === "cancelled" && row.leaseOwner === null && !b.activeRuns().includes(runId);
+      },
+      { timeoutMs: 20_000, intervalMs: 25, what: `run ${runId} taken over and cancelled` },
+    );
 
   test("the first cancel reason wins: a second cancel recorded before anyone applied the first changes nothing", async () => {
     const { b, runId } = await abandonedRun();
     const first = await b.cancel(runId, "first reason");
     const second = await b.cancel(runId, "second reason");
     expect((await b.store.getRow(runId))!.cancelRequest).toMatchObject({ reason: "first reason" });
-    await waitFor(async () => (await b.recover()).includes(runId), { intervalMs: 25, what: "takeover" });
+    await takeOver(b, runId);
     const view = await first.result;
     expect(view.status).toBe("cancelled");
     expect(view.error).toMatchObject({ code: "CANCELLED", message: "first reason" });
@@ -60,8 +71,7 @@ describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose
     const { b, runId, ledger } = await abandonedRun();
     await b.store.requestCancel(runId, "stop before anything else runs");
     const seqBefore = (await b.events(runId)).length;
-    await waitFor(async () => (await b.recover()).includes(runId), { intervalMs: 25, what: "takeover" });
-    await b.drain();
+    await takeOver(b, runId);
     const view = await b.getRun(runId);
     expect(view.status).toBe("cancelled");
     expect(view.pendingConfirmations).toEqual([]); // the step in doubt is not even asked about
@@ -92,12 +102,15 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
       await waitFor(() => pair.b.activeRuns().length === 1, { what: "one run claimed" });
       await new Promise((r) => setTimeout(r, 200)); // ten polls: still one
       expect(pair.b.activeRuns()).toHaveLength(1);
-      const queued = await Promise.all(ids.map(async (id) => (await pair.a.store.getRow(id))!.status));
-      expect(queued.filter((s) => s === "queued")).toHaveLength(2);
+      // the other two are not claimed: no lease on them (a claimed run's row says queued until its drive syncs)
+      const rows = await Promise.all(ids.map(async (id) => (await pair.a.store.getRow(id))!));
+      expect(rows.filter((r) => r.leaseOwner !== null)).toHaveLength(1);
+      expect(rows.filter((r) => r.leaseOwner === null).map((r) => r.status)).toEqual(["queued", "queued"]);
       for (const g of ["g1", "g2", "g3"]) gates.open(g);
       await waitFor(async () => (await Promise.all(ids.map(async (id) => (await pair.a.store.getRow(id))!.status))).every((s) => s === "completed"), { what: "all three completed" });
     } finally {
       clearInterval(sample);
+      for (const g of ["g1", "g2", "g3"]) gates.open(g); // nothing left hanging for close
     }
     expect(maxActive).toBe(1);
   });
@@ -113,6 +126,7 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
     // a drive finishing elsewhere (its lease not yet released), and a decision nobody applied yet
     expect(await a.store.acquireLease(leased, "process-finishing", 60_000)).toBe(true);
     expect(await a.store.recordDecision(decided, "x", 0, { decision: "approve", at: new Date().toISOString(), round: 0 })).toBe("recorded");
+    await new Promise((r) => setTimeout(r, 10)); // "finished before now", also on a millisecond clock
     const pruned = await b.pruneCheckpoints({ olderThanMs: 0 });
     expect(pruned).toContain(free);
     expect(pruned).not.toContain(leased);
