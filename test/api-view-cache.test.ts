@@ -104,6 +104,9 @@ test(`a run executed by the API's own process: every step change misses the cach
     expect(statusOf((await get()).body, "h0")).toBe("completed");
     gates.open("h1");
     await waitFor(async () => (await get()).body.status === "waiting_confirmation", { what: "run waiting" });
+    // the live view says waiting as soon as the wait event is applied, before the drive ends and
+    // syncs the run: once it has, nothing moves and repeated GETs hit
+    await waitFor(async () => !o.runtime.activeRuns().includes(runId) && (await get()).headers.get("x-cache") === "hit", { what: "the waiting run served from the cache" });
     const w1 = await get();
     const w2 = await get();
     expect([w2.headers.get("x-cache"), w2.body]).toEqual(["hit", w1.body]);
