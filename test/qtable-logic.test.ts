@@ -48,7 +48,7 @@ describe("Gantt", () => {
   });
 
   test("without the holiday, Friday is worked; a start on a Saturday moves to Monday", () => {
-    const g = generateGantt({ tasks, estimates, startDate: "2026-12-23" });
+    const g = generateGantt({ tasks, estimates, startDate: "2026-12-23", locale: "none" });
     expect(g.items.map((i) => [i.key, i.start, i.end])).toEqual([
       ["a", "2026-12-23", "2026-12-24"],
       ["b", "2026-12-25", "2026-12-25"],
@@ -97,7 +97,7 @@ describe("Gantt", () => {
         const tasks = deps.map((ds, i) => ({ key: `t${i}`, dependsOn: i === 0 ? [] : [...new Set(ds.map((d) => `t${d % i}`))] }));
         const estimates = days.map((d, i) => ({ key: `t${i}`, days: d }));
         const holidays = holidayOffsets.map((o) => new Date(Date.UTC(2027, 0, 4 + o)).toISOString().slice(0, 10));
-        const g = generateGantt({ tasks, estimates, startDate: "2027-01-04", workdays, holidays });
+        const g = generateGantt({ tasks, estimates, startDate: "2027-01-04", workdays, holidays, locale: "none" });
         const cal = new WorkCalendar("2027-01-04", workdays, holidays);
         const idx = new Map<string, number>();
         for (let i = 0; idx.size < 400 && i < 400; i++) idx.set(cal.date(i), i);
