@@ -6,7 +6,9 @@
 import { describe, expect, test } from "vitest";
 import fc from "fast-check";
 import { generateGantt, orderTasks, WorkCalendar } from "../skills/qtable/gantt.js";
-import { decomposeGoal, estimateTask, parseGoal } from "../skills/qtable/decompose.js";
+import { parseGoal } from "../skills/qtable/decompose.js";
+import { decomposeGoal } from "../skills/qtable/templates.js";
+import { estimateTask } from "../skills/qtable/estimate-heuristics.js";
 import { checkRecord, TableDefinitionSchema, TASKS_TABLE, isIsoDate, type Table } from "../skills/qtable/fields.js";
 import { fieldMapping, recordsFromTasks, validateRecords } from "../skills/qtable/mapping.js";
 
