@@ -191,16 +191,19 @@ describe("fields and records", () => {
   });
 
   test("tasks map onto the table's fields by name; garbage is refused naming the record and field", () => {
-    expect(fieldMapping(table)).toEqual({ title: "title", description: "description", estimate: "estimateDays", start: "start", end: "end", status: "status", dependsOn: "dependsOn" });
+    expect(fieldMapping(table)).toEqual({ title: "title", description: "description", estimate: "estimateDays", start: "start", end: "end", status: "status", dependsOn: "dependsOn", key: "key" });
     const recs = recordsFromTasks(table, {
       tasks: [{ key: "a", title: "A", description: "first", dependsOn: [] }, { key: "b", title: "B", dependsOn: ["a"] }],
       estimates: [{ key: "a", days: 1 }, { key: "b", days: 2.5 }],
       gantt: { items: [{ key: "a", start: "2026-12-23", end: "2026-12-23" }, { key: "b", start: "2026-12-24", end: "2026-12-29" }] },
-    });
+    }, (k) => `rec_${k}`);
+    // dependsOn is a relation in the demo table: record links to the tasks' rows
     expect(validateRecords(table, recs)).toEqual([
-      { title: "A", description: "first", estimateDays: 1, start: "2026-12-23", end: "2026-12-23", status: "todo" },
-      { title: "B", estimateDays: 2.5, start: "2026-12-24", end: "2026-12-29", status: "todo", dependsOn: "a" },
+      { title: "A", key: "a", description: "first", estimateDays: 1, start: "2026-12-23", end: "2026-12-23", status: "todo" },
+      { title: "B", key: "b", estimateDays: 2.5, start: "2026-12-24", end: "2026-12-29", status: "todo", dependsOn: ["rec_a"] },
     ]);
+    const textDeps: Table = { id: "t2", name: "Old", fields: [{ name: "title", type: "text" }, { name: "dependsOn", type: "text" }] };
+    expect(recordsFromTasks(textDeps, { tasks: [{ key: "a", title: "A" }, { key: "b", title: "B", dependsOn: ["a"] }] })).toEqual([{ title: "A" }, { title: "B", dependsOn: "a" }]);
     expect(codeOf(() => validateRecords(table, [{ title: "ok" }, { title: "Second", start: "tomorrow" }]))).toEqual({ code: "INVALID_INPUT", message: 'record 1 ("Second"), field "start": field "start" is a date: expected YYYY-MM-DD, got "tomorrow"' });
     expect(codeOf(() => recordsFromTasks({ id: "t", name: "Numbers", fields: [{ name: "n", type: "number" }] }, { tasks: [{ key: "a", title: "A" }] }))?.message).toContain("no text field");
     expect(codeOf(() => recordsFromTasks(table, { tasks: [{ key: "a", title: "A" }], estimates: [{ key: "zz", days: 1 }] }))?.message).toBe("estimates or Gantt items for unknown tasks: zz");

@@ -76,7 +76,18 @@ describe("QTable skills", () => {
     const c = pack.get("qtable.task.records.create")!;
     const args = { tableId: t.id, tasks: [{ key: "a", title: "A" }, { key: "b", title: "B", dependsOn: ["a"] }], estimates: [{ key: "a", days: 1 }, { key: "b", days: 2 }] };
     const preview = await c.preview!(c.input.parse(args), { runId: "r", stepId: "s", idempotencyKey: "k", signal: new AbortController().signal, logger: silentLogger, context: {}, workspaceId: "w3" });
-    expect(preview).toEqual({ action: "create_records", table: { id: t.id, name: "Tasks" }, count: 2, records: [{ title: "A", estimateDays: 1, status: "todo" }, { title: "B", estimateDays: 2, status: "todo", dependsOn: "a" }] });
+    expect(preview).toEqual({
+      action: "write_records",
+      table: { id: t.id, name: "Tasks" },
+      keyField: "key",
+      count: 2,
+      records: [{ title: "A", key: "a", estimateDays: 1, status: "todo" }, { title: "B", key: "b", estimateDays: 2, status: "todo", dependsOn: ["new:a"] }],
+      diff: {
+        created: [{ key: "a", values: { title: "A", key: "a", estimateDays: 1, status: "todo" } }, { key: "b", values: { title: "B", key: "b", estimateDays: 2, status: "todo", dependsOn: ["new:a"] } }],
+        updated: [],
+        unchanged: [],
+      },
+    });
     const first = await exec(c, args, { workspaceId: "w3", key: "run-1:create" });
     const second = await exec(c, args, { workspaceId: "w3", key: "run-1:create" });
     expect(first).toMatchObject({ ok: true, output: { created: true } });

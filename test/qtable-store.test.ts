@@ -77,7 +77,7 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
     const page = (await s.listRecords("ws1", t.id))!;
     expect(page.records.map((r) => r.values.title)).toEqual(["a", "b", "c"]);
     expect(page.records.map((r) => r.id)).toEqual(ids);
-    expect(await s.findWrite("ws1", "run-1:create")).toEqual({ tableId: t.id, records: page.records, created: false });
+    expect(await s.findWrite("ws1", "run-1:create")).toEqual({ tableId: t.id, records: page.records, updated: [], created: false });
     // a different key writes a second set
     expect((await s.createRecords("ws1", t.id, vals, "run-2:create")).created).toBe(true);
     expect((await s.listRecords("ws1", t.id))!.records).toHaveLength(6);

@@ -9,14 +9,14 @@ import { parseGoal, slug, type PlannedTask } from "./decompose.js";
 export const GOAL_KINDS = ["software", "event", "campaign", "migration", "hiring", "research", "project"] as const;
 export type GoalKind = (typeof GOAL_KINDS)[number];
 
-/** First match wins: a "migration of the billing system" is a migration, not software. */
+/** First match wins: a "migration of the billing system" is a migration, not software; an "audit log" is software, not research. */
 const KIND_WORDS: [GoalKind, RegExp][] = [
   ["migration", /\b(migrat\w*|move (?:\w+ ){0,3}to|moving (?:\w+ ){0,3}to|switch (?:\w+ ){0,3}to|upgrad\w*|transition|replatform\w*|cut-?over|consolidat\w*)\b/i],
   ["hiring", /\b(hir(?:e|es|ing)|recruit\w*|staff(?:ing)? up|new (?:engineer|designer|manager|developer|employee)s?|job opening|headcount|onboard(?:ing)? (?:a |the )?new)\b/i],
   ["event", /\b(event|conference|meetup|meet-up|workshop|summit|offsite|off-site|party|wedding|webinar|hackathon|gala|festival|trade ?show|retreat|ceremony)\b/i],
   ["campaign", /\b(campaign|marketing|promotion|advert\w*|newsletter|go-to-market|gtm|social media|brand awareness|product launch)\b/i],
-  ["research", /\b(research|study|survey|evaluat\w*|assess\w*|investigat\w*|feasibility|benchmark\w*|audit)\b/i],
   ["software", /\b(app|application|system|platform|portal|api|service|website|site|tool|dashboard|feature|integration|software|backend|frontend|database|pipeline|bot|sdk|plugin|module|automation)\b/i],
+  ["research", /\b(research|study|survey|evaluat\w*|assess\w*|investigat\w*|feasibility|benchmark\w*|audit)\b/i],
 ];
 
 export function goalKind(goal: string): GoalKind {
