@@ -12,6 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest"
 import { z } from "zod";
 import { coreSkills } from "../skills/core/index.js";
 import { decomposeGoal, MemoryTableStore, qtableSkills } from "../skills/qtable/index.js";
+import { checkTaskList } from "../skills/qtable/task-list.js";
 import { compilePlan } from "../src/plan/validate.js";
 import { StepIdSchema, ToolChainPlanSchema } from "../src/plan/schema.js";
 import { Planner } from "../src/planner/index.js";
@@ -274,10 +275,14 @@ describe("the planner as real models behave (scripted server, real ChatOpenAI)",
     const split = modelTaskSplitter({ model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000, method: "jsonSchema" })!;
     const at = mock.requests.length;
     mock.script({ content: { tasks: [{ key: "spec", title: "Write the spec", description: null, dependsOn: null }, { key: "build", title: "Build it", description: null, dependsOn: ["spec"] }] } });
-    expect(await split("an approval system", undefined, new AbortController().signal)).toEqual([
-      { key: "spec", title: "Write the spec", description: "", dependsOn: [] },
-      { key: "build", title: "Build it", description: "", dependsOn: ["spec"] },
-    ]);
+    // the seam answers raw (nulls read as absent); the skill's check applies the defaults
+    expect(checkTaskList(await split("an approval system", undefined, new AbortController().signal))).toEqual({
+      ok: true,
+      tasks: [
+        { key: "spec", title: "Write the spec", description: "", dependsOn: [] },
+        { key: "build", title: "Build it", description: "", dependsOn: ["spec"] },
+      ],
+    });
     const splitFormat = mock.requests[at]!.response_format;
     expect(splitFormat.json_schema.strict).toBe(true);
     expect(strictViolations(splitFormat.json_schema.schema)).toEqual([]);

@@ -43,7 +43,7 @@ describe(`tables API on ${postgresBackend.name}`, () => {
     const list = TableListResponseSchema.parse((await get("/api/tables")).body);
     expect(list.tables).toHaveLength(1);
     expect(list.tables[0]).toMatchObject({ name: "Tasks" });
-    expect(list.tables[0]!.fields.map((f) => [f.name, f.type])).toEqual(expect.arrayContaining([["title", "text"], ["description", "text"], ["estimateDays", "number"], ["start", "date"], ["end", "date"], ["status", "select"], ["dependsOn", "text"]]));
+    expect(list.tables[0]!.fields.map((f) => [f.name, f.type])).toEqual(expect.arrayContaining([["title", "text"], ["description", "text"], ["estimateDays", "number"], ["start", "date"], ["end", "date"], ["status", "select"], ["dependsOn", "relation"], ["key", "text"]]));
     expect(list.tables[0]!.fields.find((f) => f.name === "status")!.options).toEqual(["todo", "doing", "done"]);
 
     const created = await post("/api/tables", { name: "Risks", fields: [{ name: "title", type: "text", required: true }, { name: "level", type: "select", options: ["low", "high"] }, { name: "owner", type: "user" }] });

@@ -6,7 +6,9 @@
 import { describe, expect, test } from "vitest";
 import fc from "fast-check";
 import { generateGantt, orderTasks, WorkCalendar } from "../skills/qtable/gantt.js";
-import { decomposeGoal, estimateTask, parseGoal } from "../skills/qtable/decompose.js";
+import { parseGoal } from "../skills/qtable/decompose.js";
+import { decomposeGoal } from "../skills/qtable/templates.js";
+import { estimateTask } from "../skills/qtable/estimate-heuristics.js";
 import { checkRecord, TableDefinitionSchema, TASKS_TABLE, isIsoDate, type Table } from "../skills/qtable/fields.js";
 import { fieldMapping, recordsFromTasks, validateRecords } from "../skills/qtable/mapping.js";
 
@@ -48,7 +50,7 @@ describe("Gantt", () => {
   });
 
   test("without the holiday, Friday is worked; a start on a Saturday moves to Monday", () => {
-    const g = generateGantt({ tasks, estimates, startDate: "2026-12-23" });
+    const g = generateGantt({ tasks, estimates, startDate: "2026-12-23", locale: "none" });
     expect(g.items.map((i) => [i.key, i.start, i.end])).toEqual([
       ["a", "2026-12-23", "2026-12-24"],
       ["b", "2026-12-25", "2026-12-25"],
@@ -97,7 +99,7 @@ describe("Gantt", () => {
         const tasks = deps.map((ds, i) => ({ key: `t${i}`, dependsOn: i === 0 ? [] : [...new Set(ds.map((d) => `t${d % i}`))] }));
         const estimates = days.map((d, i) => ({ key: `t${i}`, days: d }));
         const holidays = holidayOffsets.map((o) => new Date(Date.UTC(2027, 0, 4 + o)).toISOString().slice(0, 10));
-        const g = generateGantt({ tasks, estimates, startDate: "2027-01-04", workdays, holidays });
+        const g = generateGantt({ tasks, estimates, startDate: "2027-01-04", workdays, holidays, locale: "none" });
         const cal = new WorkCalendar("2027-01-04", workdays, holidays);
         const idx = new Map<string, number>();
         for (let i = 0; idx.size < 400 && i < 400; i++) idx.set(cal.date(i), i);
@@ -189,16 +191,19 @@ describe("fields and records", () => {
   });
 
   test("tasks map onto the table's fields by name; garbage is refused naming the record and field", () => {
-    expect(fieldMapping(table)).toEqual({ title: "title", description: "description", estimate: "estimateDays", start: "start", end: "end", status: "status", dependsOn: "dependsOn" });
+    expect(fieldMapping(table)).toEqual({ title: "title", description: "description", estimate: "estimateDays", start: "start", end: "end", status: "status", dependsOn: "dependsOn", key: "key" });
     const recs = recordsFromTasks(table, {
       tasks: [{ key: "a", title: "A", description: "first", dependsOn: [] }, { key: "b", title: "B", dependsOn: ["a"] }],
       estimates: [{ key: "a", days: 1 }, { key: "b", days: 2.5 }],
       gantt: { items: [{ key: "a", start: "2026-12-23", end: "2026-12-23" }, { key: "b", start: "2026-12-24", end: "2026-12-29" }] },
-    });
+    }, (k) => `rec_${k}`);
+    // dependsOn is a relation in the demo table: record links to the tasks' rows
     expect(validateRecords(table, recs)).toEqual([
-      { title: "A", description: "first", estimateDays: 1, start: "2026-12-23", end: "2026-12-23", status: "todo" },
-      { title: "B", estimateDays: 2.5, start: "2026-12-24", end: "2026-12-29", status: "todo", dependsOn: "a" },
+      { title: "A", key: "a", description: "first", estimateDays: 1, start: "2026-12-23", end: "2026-12-23", status: "todo" },
+      { title: "B", key: "b", estimateDays: 2.5, start: "2026-12-24", end: "2026-12-29", status: "todo", dependsOn: ["rec_a"] },
     ]);
+    const textDeps: Table = { id: "t2", name: "Old", fields: [{ name: "title", type: "text" }, { name: "dependsOn", type: "text" }] };
+    expect(recordsFromTasks(textDeps, { tasks: [{ key: "a", title: "A" }, { key: "b", title: "B", dependsOn: ["a"] }] })).toEqual([{ title: "A" }, { title: "B", dependsOn: "a" }]);
     expect(codeOf(() => validateRecords(table, [{ title: "ok" }, { title: "Second", start: "tomorrow" }]))).toEqual({ code: "INVALID_INPUT", message: 'record 1 ("Second"), field "start": field "start" is a date: expected YYYY-MM-DD, got "tomorrow"' });
     expect(codeOf(() => recordsFromTasks({ id: "t", name: "Numbers", fields: [{ name: "n", type: "number" }] }, { tasks: [{ key: "a", title: "A" }] }))?.message).toContain("no text field");
     expect(codeOf(() => recordsFromTasks(table, { tasks: [{ key: "a", title: "A" }], estimates: [{ key: "zz", days: 1 }] }))?.message).toBe("estimates or Gantt items for unknown tasks: zz");

@@ -77,10 +77,31 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
     const page = (await s.listRecords("ws1", t.id))!;
     expect(page.records.map((r) => r.values.title)).toEqual(["a", "b", "c"]);
     expect(page.records.map((r) => r.id)).toEqual(ids);
-    expect(await s.findWrite("ws1", "run-1:create")).toEqual({ tableId: t.id, records: page.records, created: false });
+    expect(await s.findWrite("ws1", "run-1:create")).toEqual({ tableId: t.id, records: page.records, updated: [], created: false });
     // a different key writes a second set
     expect((await s.createRecords("ws1", t.id, vals, "run-2:create")).created).toBe(true);
     expect((await s.listRecords("ws1", t.id))!.records).toHaveLength(6);
+  });
+
+  test("a write that updates: the undo restores the previous values and deletes what it created, once, only in its workspace", async () => {
+    const t = await s.createTable("wsU", { name: "Upd", fields: [{ name: "title", type: "text" }, { name: "n", type: "number" }] });
+    const first = await s.createRecords("wsU", t.id, [{ title: "a", n: 1 }, { title: "b", n: 2 }], "plan-1");
+    const [a, b] = first.records;
+    const w = await s.applyWrite("wsU", t.id, { creates: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }], updates: [{ id: a!.id, values: { title: "a", n: 10 } }, { id: "rec_not_in_this_table", values: { title: "x" } }] }, "plan-2");
+    expect(w).toEqual({ tableId: t.id, records: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }], updated: [{ id: a!.id, values: { title: "a", n: 10 } }], created: true });
+    // repeated under its key: the same write, nothing applied again
+    expect(await s.applyWrite("wsU", t.id, { creates: [{ id: "rec_other_000000000000", values: { title: "z" } }], updates: [] }, "plan-2")).toEqual({ ...w, created: false });
+    const now = async () => (await s.listRecords("wsU", t.id))!.records.map((r) => r.values);
+    expect(await now()).toEqual([{ title: "a", n: 10 }, { title: "b", n: 2 }, { title: "c", n: 3 }]);
+    // another workspace's undo under the same key touches nothing
+    expect(await s.deleteWrite("wsOther", "plan-2")).toBe(0);
+    expect(await now()).toHaveLength(3);
+    expect(await Promise.all([s.deleteWrite("wsU", "plan-2"), s.deleteWrite("wsU", "plan-2")])).toEqual(expect.arrayContaining([2, 0]));
+    expect(await now()).toEqual([{ title: "a", n: 1 }, { title: "b", n: 2 }]);
+    // undone once: a later change is not overwritten by a repeated undo
+    await s.applyWrite("wsU", t.id, { creates: [], updates: [{ id: b!.id, values: { title: "b", n: 20 } }] }, "plan-3");
+    expect(await s.deleteWrite("wsU", "plan-2")).toBe(0);
+    expect(await now()).toEqual([{ title: "a", n: 1 }, { title: "b", n: 20 }]);
   });
 
   test("delete removes exactly the given records, and is idempotent", async () => {

@@ -24,7 +24,7 @@ export const FieldSchema = z
     type: z.enum(FIELD_TYPES),
     required: z.boolean().optional().describe("A record must carry a non-empty value."),
     options: z.array(storableText(z.string().min(1).max(200))).min(1).max(200).optional().describe("select: the allowed values (required for select, refused otherwise)."),
-    tableId: storableText(z.string().min(1).max(64)).optional().describe("relation: the related table (records hold arrays of its record ids)."),
+    tableId: storableText(z.string().min(1).max(64)).optional().describe("relation: the related table (records hold arrays of its record ids); absent: this table."),
   })
   .strict()
   .superRefine((f, ctx) => {
@@ -142,7 +142,8 @@ export const TASKS_TABLE: TableDefinition = {
     { name: "start", type: "date" },
     { name: "end", type: "date" },
     { name: "status", type: "select", options: ["todo", "doing", "done"] },
-    { name: "dependsOn", type: "text" },
+    { name: "dependsOn", type: "relation" },
     { name: "assignee", type: "user" },
+    { name: "key", type: "text" },
   ],
 };

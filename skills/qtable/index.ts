@@ -5,7 +5,8 @@
  *   const rt = createRuntime({ skills: qtableSkills({ store }) });
  *
  * `splitWith` / `estimateWith` plug in a model (the planner's) for qtable.task.split /
- * qtable.task.estimate; without them both are deterministic.
+ * qtable.task.estimate; without them the split is a template for the goal's kind and the
+ * estimates come from the table's history, else from each task's verb.
  */
 import type { Skill } from "../../src/skills/contract.js";
 import { ganttGenerateSkill } from "./gantt-generate.js";
@@ -18,9 +19,9 @@ import { taskSplitSkill, type SplitWith } from "./task-split.js";
 
 export interface QTableOptions {
   store: TableStore;
-  /** The planner's model for qtable.task.split. Absent: deterministic decomposition. */
+  /** The planner's model for qtable.task.split. Absent: the goal kind's template (labelled). */
   splitWith?: SplitWith;
-  /** The planner's model for qtable.task.estimate. Absent: deterministic heuristics. */
+  /** A model for qtable.task.estimate. Absent: the table's history, else heuristics on each task's verb. */
   estimateWith?: EstimateWith;
 }
 
@@ -36,7 +37,7 @@ export const QTABLE_SKILL_NAMES = [
 export function qtableSkills(opts: QTableOptions): Skill[] {
   return [
     taskSplitSkill({ splitWith: opts.splitWith }),
-    taskEstimateSkill({ estimateWith: opts.estimateWith }),
+    taskEstimateSkill({ estimateWith: opts.estimateWith, store: opts.store }),
     ganttGenerateSkill,
     schemaDescribeSkill(opts.store),
     recordsCreateSkill(opts.store),
@@ -52,5 +53,7 @@ export { DEFAULT_TABLE_LIMITS, tableLimitsFromEnv, type TableLimits } from "./li
 export { MemoryTableStore } from "./memory-store.js";
 export { PgTableStore, migrateQTable } from "./pg-store.js";
 export { TASKS_TABLE, TableDefinitionSchema, FieldSchema, type Table, type Field, type TableDefinition, type TableRecord } from "./fields.js";
-export { generateGantt, type Gantt, type GanttInput } from "./gantt.js";
-export { decomposeGoal, estimateTask } from "./decompose.js";
+export { generateGantt, type Gantt, type GanttInput, type GanttLink } from "./gantt.js";
+export { decomposeGoal, templateTasks, goalKind, GOAL_KINDS, type GoalKind } from "./templates.js";
+export { estimateTask } from "./estimate-heuristics.js";
+export { HOLIDAY_LOCALES, holidaysOf, type HolidayLocale } from "./holidays.js";

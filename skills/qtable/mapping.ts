@@ -13,7 +13,7 @@ export interface MapTasksInput {
 }
 
 /** Candidate field names per role, in preference order (compared case-insensitively). */
-const ROLES: Record<string, { type: FieldType; names: string[] }> = {
+const ROLES: Record<string, { type: FieldType | FieldType[]; names: string[] }> = {
   title: { type: "text", names: ["title", "name", "task", "summary"] },
   key: { type: "text", names: ["key", "taskkey", "ref"] },
   description: { type: "text", names: ["description", "details", "notes", "body"] },
@@ -21,14 +21,17 @@ const ROLES: Record<string, { type: FieldType; names: string[] }> = {
   start: { type: "date", names: ["start", "startdate", "begin", "from"] },
   end: { type: "date", names: ["end", "enddate", "due", "duedate", "finish", "to"] },
   status: { type: "select", names: ["status", "state"] },
-  dependsOn: { type: "text", names: ["dependson", "dependencies", "depends_on", "blockedby"] },
+  // a relation (record links) when the table has one, else the keys as text
+  dependsOn: { type: ["relation", "text"], names: ["dependson", "dependencies", "depends_on", "blockedby"] },
 };
 
 function fieldFor(fields: readonly Field[], role: keyof typeof ROLES): Field | undefined {
   const r = ROLES[role]!;
-  for (const n of r.names) {
-    const f = fields.find((x) => x.type === r.type && x.name.toLowerCase() === n);
-    if (f) return f;
+  for (const type of Array.isArray(r.type) ? r.type : [r.type]) {
+    for (const n of r.names) {
+      const f = fields.find((x) => x.type === type && x.name.toLowerCase() === n);
+      if (f) return f;
+    }
   }
   return undefined;
 }
@@ -48,7 +51,11 @@ export function fieldMapping(table: Table): Record<string, string> {
   return out;
 }
 
-export function recordsFromTasks(table: Table, input: MapTasksInput): Record<string, unknown>[] {
+/**
+ * `idOf` names the record of a task key (its existing row, or the id its new row will get): a
+ * relation dependsOn field holds those ids; without it, relations are left out.
+ */
+export function recordsFromTasks(table: Table, input: MapTasksInput, idOf?: (key: string) => string): Record<string, unknown>[] {
   const m = fieldMapping(table);
   if (!m.title) throw new ToolchainError(ErrorCode.INVALID_INPUT, `table "${table.name}" has no text field to hold a task title (fields: ${table.fields.map((f) => f.name).join(", ")})`, { effectStarted: false });
   const est = new Map((input.estimates ?? []).map((e) => [e.key, e.days]));
@@ -67,7 +74,11 @@ export function recordsFromTasks(table: Table, input: MapTasksInput): Record<str
     if (d && m.start) v[m.start] = d.start;
     if (d && m.end) v[m.end] = d.end;
     if (m.status && initialStatus) v[m.status] = initialStatus;
-    if (m.dependsOn && t.dependsOn?.length) v[m.dependsOn] = t.dependsOn.join(", ");
+    if (m.dependsOn && t.dependsOn?.length) {
+      const relation = table.fields.find((f) => f.name === m.dependsOn)!.type === "relation";
+      if (!relation) v[m.dependsOn] = t.dependsOn.join(", ");
+      else if (idOf) v[m.dependsOn] = t.dependsOn.map(idOf);
+    }
     return v;
   });
 }

@@ -2,7 +2,7 @@
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { TASKS_TABLE, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
 import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
-import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WriteResult } from "./store.js";
+import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WritePlan, type WriteResult } from "./store.js";
 
 interface StoredTable extends Table {
   workspaceId: string;
@@ -15,7 +15,7 @@ export class MemoryTableStore implements TableStore {
   private readonly tables = new Map<string, StoredTable>();
   private readonly demo = new Map<string, string>();
   /** Writes by workspace and key: a key is only ever looked up within its workspace. */
-  private readonly writes = new Map<string, { tableId: string; ids: string[] }>();
+  private readonly writes = new Map<string, { tableId: string; ids: string[]; updated: TableRecord[]; undone: boolean }>();
   private readonly outbox: (OutboxMessage & { workspaceId: string })[] = [];
   private seq = 0;
 
@@ -69,18 +69,32 @@ export class MemoryTableStore implements TableStore {
   }
 
   async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
+    return this.applyWrite(workspaceId, tableId, { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] }, idempotencyKey);
+  }
+
+  async applyWrite(workspaceId: string, tableId: string, plan: WritePlan, idempotencyKey: string): Promise<WriteResult> {
     // no await before the key is taken: concurrent repeats see it
     const key = writeKey(workspaceId, idempotencyKey);
     if (this.writes.has(key)) return (await this.findWrite(workspaceId, idempotencyKey))!;
     const t = this.find(workspaceId, tableId);
     if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
-    checkWrite(this.limits, values);
+    checkWrite(this.limits, [...plan.creates, ...plan.updates].map((r) => r.values));
     const have = this.recordCount(workspaceId);
-    if (have + values.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, values.length);
-    const recs = values.map((v) => ({ id: newRecordId(), values: clone(v) }));
+    if (have + plan.creates.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, plan.creates.length);
+    const recs = plan.creates.map((r) => ({ id: r.id, values: clone(r.values) }));
+    const byId = new Map(t.records.map((r) => [r.rec.id, r.rec]));
+    const before: TableRecord[] = [];
+    const updated: TableRecord[] = [];
+    for (const u of plan.updates) {
+      const rec = byId.get(u.id);
+      if (!rec) continue; // not a record of this table: never touched
+      before.push(clone(rec));
+      rec.values = clone(u.values);
+      updated.push(clone(rec));
+    }
     for (const rec of recs) t.records.push({ seq: ++this.seq, rec });
-    this.writes.set(key, { tableId: t.id, ids: recs.map((r) => r.id) });
-    return { tableId: t.id, records: recs.map(clone), created: true };
+    this.writes.set(key, { tableId: t.id, ids: recs.map((r) => r.id), updated: before, undone: false });
+    return { tableId: t.id, records: recs.map(clone), updated, created: true };
   }
 
   async findWrite(workspaceId: string, idempotencyKey: string): Promise<WriteResult | undefined> {
@@ -89,12 +103,23 @@ export class MemoryTableStore implements TableStore {
     const t = this.tables.get(w.tableId);
     const byId = new Map(t?.records.map((r) => [r.rec.id, r.rec]) ?? []);
     // records deleted since (compensated) are reported by id with the values they no longer have
-    return { tableId: w.tableId, records: w.ids.map((id) => clone(byId.get(id) ?? { id, values: {} })), created: false };
+    const now = (id: string) => clone(byId.get(id) ?? { id, values: {} });
+    return { tableId: w.tableId, records: w.ids.map(now), updated: w.updated.map((u) => now(u.id)), created: false };
   }
 
   async deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number> {
     const w = this.writes.get(writeKey(workspaceId, idempotencyKey));
-    return w ? this.deleteRecords(workspaceId, w.tableId, w.ids) : 0;
+    if (!w || w.undone) return 0;
+    w.undone = true; // before any await: a concurrent undo sees it
+    let n = await this.deleteRecords(workspaceId, w.tableId, w.ids);
+    const t = this.tables.get(w.tableId);
+    for (const prev of w.updated) {
+      const r = t?.records.find((x) => x.rec.id === prev.id);
+      if (!r) continue;
+      r.rec.values = clone(prev.values);
+      n++;
+    }
+    return n;
   }
 
   async deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number> {

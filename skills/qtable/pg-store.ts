@@ -8,7 +8,7 @@ import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { table, type Database } from "../../src/store/db.js";
 import { TASKS_TABLE, type Field, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
 import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
-import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WriteResult } from "./store.js";
+import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WritePlan, type WriteResult } from "./store.js";
 
 export function qtableMigrations(db: Pick<Database, "schema">): string[] {
   const t = (n: string) => table(db, n);
@@ -62,6 +62,11 @@ export function qtableMigrations(db: Pick<Database, "schema">): string[] {
     CREATE INDEX qtable_records_workspace_write ON ${t("qtable_records")} (workspace_id, write_key);
     ALTER TABLE ${t("qtable_writes")} DROP CONSTRAINT qtable_writes_pkey, ADD PRIMARY KEY (workspace_id, idempotency_key);
     ALTER TABLE ${t("qtable_outbox")} DROP CONSTRAINT qtable_outbox_idempotency_key_key, ADD CONSTRAINT qtable_outbox_workspace_key UNIQUE (workspace_id, idempotency_key);`,
+    // 2: a write may update existing records (re-planning by task key): their previous values are
+    // kept with the write, and an undo happens once; demo tables get the task key column
+    `ALTER TABLE ${t("qtable_writes")} ADD COLUMN updated jsonb NOT NULL DEFAULT '[]'::jsonb, ADD COLUMN undone_at timestamptz;
+    UPDATE ${t("qtable_tables")} SET fields = fields || '[{"name":"key","type":"text"}]'::jsonb
+      WHERE table_id IN (SELECT demo_table_id FROM ${t("qtable_workspaces")}) AND NOT fields @> '[{"name":"key"}]'::jsonb;`,
   ];
 }
 
@@ -173,26 +178,46 @@ export class PgTableStore implements TableStore {
   }
 
   async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
+    return this.applyWrite(workspaceId, tableId, { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] }, idempotencyKey);
+  }
+
+  async applyWrite(workspaceId: string, tableId: string, plan: WritePlan, idempotencyKey: string): Promise<WriteResult> {
     return this.tx(async (c) => {
       const t = (await c.query<{ table_id: string }>(`SELECT table_id FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND (table_id = $2 OR name = $2) ORDER BY (table_id = $2) DESC LIMIT 1`, [workspaceId, tableId])).rows[0];
       if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
-      const ids = values.map(() => newRecordId());
+      const ids = plan.creates.map((r) => r.id);
       // the key row is the write's identity: a second writer with the key waits on it, then finds it
       const claimed = await c.query(`INSERT INTO ${this.t("qtable_writes")} (idempotency_key, workspace_id, table_id, record_ids) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`, [idempotencyKey, workspaceId, t.table_id, JSON.stringify(ids)]);
       if (!claimed.rows.length) return (await this.readWrite(c, workspaceId, idempotencyKey))!;
-      checkWrite(this.limits, values);
+      checkWrite(this.limits, [...plan.creates, ...plan.updates].map((r) => r.values));
       await this.lockQuota(c, workspaceId);
       const { rows: n } = await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t("qtable_records")} WHERE workspace_id = $1`, [workspaceId]);
       const have = Number(n[0]!.n);
-      if (have + values.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, values.length);
-      if (values.length) {
+      if (have + ids.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, ids.length);
+      if (ids.length) {
         await c.query(
           `INSERT INTO ${this.t("qtable_records")} (record_id, workspace_id, table_id, values, write_key) SELECT r.id, $1, $2, r.v, $3 FROM unnest($4::text[], $5::jsonb[]) WITH ORDINALITY AS r(id, v, n) ORDER BY r.n`,
-          [workspaceId, t.table_id, idempotencyKey, ids, values.map((v) => JSON.stringify(v))],
+          [workspaceId, t.table_id, idempotencyKey, ids, plan.creates.map((r) => JSON.stringify(r.values))],
         );
       }
-      const records: TableRecord[] = ids.map((id, i) => ({ id, values: values[i]! }));
-      return { tableId: t.table_id, records, created: true };
+      const updated: TableRecord[] = [];
+      if (plan.updates.length) {
+        // the previous values, read under the row locks of this transaction: what the undo restores
+        const { rows: before } = await c.query<{ record_id: string; values: RecordValues }>(
+          `SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND table_id = $2 AND record_id = ANY($3::text[]) ORDER BY seq FOR UPDATE`,
+          [workspaceId, t.table_id, plan.updates.map((u) => u.id)],
+        );
+        const found = new Set(before.map((r) => r.record_id));
+        const apply = plan.updates.filter((u) => found.has(u.id));
+        await c.query(
+          `UPDATE ${this.t("qtable_records")} r SET values = u.v FROM unnest($3::text[], $4::jsonb[]) AS u(id, v) WHERE r.workspace_id = $1 AND r.table_id = $2 AND r.record_id = u.id`,
+          [workspaceId, t.table_id, apply.map((u) => u.id), apply.map((u) => JSON.stringify(u.values))],
+        );
+        await c.query(`UPDATE ${this.t("qtable_writes")} SET updated = $3 WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey, JSON.stringify(before.map((r) => ({ id: r.record_id, values: r.values })))]);
+        updated.push(...apply.map((u) => ({ id: u.id, values: u.values })));
+      }
+      const records: TableRecord[] = plan.creates.map((r) => ({ id: r.id, values: r.values }));
+      return { tableId: t.table_id, records, updated, created: true };
     });
   }
 
@@ -206,18 +231,34 @@ export class PgTableStore implements TableStore {
   }
 
   private async readWrite(c: pg.PoolClient, workspaceId: string, key: string): Promise<WriteResult | undefined> {
-    const w = (await c.query<{ table_id: string; record_ids: string[] }>(`SELECT table_id, record_ids FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, key])).rows[0];
+    const w = (await c.query<{ table_id: string; record_ids: string[]; updated: TableRecord[] }>(`SELECT table_id, record_ids, updated FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, key])).rows[0];
     if (!w) return undefined;
-    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND record_id = ANY($2::text[])`, [workspaceId, w.record_ids]);
+    const all = [...w.record_ids, ...w.updated.map((u) => u.id)];
+    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND record_id = ANY($2::text[])`, [workspaceId, all]);
     const byId = new Map(rows.map((r) => [r.record_id, r.values]));
     // records deleted since (compensated) are reported by id with the values they no longer have
-    return { tableId: w.table_id, records: w.record_ids.map((id) => ({ id, values: byId.get(id) ?? {} })), created: false };
+    const now = (id: string) => ({ id, values: byId.get(id) ?? {} });
+    return { tableId: w.table_id, records: w.record_ids.map(now), updated: w.updated.map((u) => now(u.id)), created: false };
   }
 
   async deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number> {
-    // the records carry the key of the write that created them: nothing else is matched
-    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND write_key = $2`, [workspaceId, idempotencyKey]);
-    return r.rowCount ?? 0;
+    return this.tx(async (c) => {
+      // the write's row lock makes concurrent undos wait, then see undone_at: the undo happens once
+      const w = (await c.query<{ updated: TableRecord[]; undone_at: Date | null }>(`SELECT updated, undone_at FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2 FOR UPDATE`, [workspaceId, idempotencyKey])).rows[0];
+      if (!w || w.undone_at) return 0;
+      // the records carry the key of the write that created them: nothing else is matched
+      const del = await c.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND write_key = $2`, [workspaceId, idempotencyKey]);
+      let restored = 0;
+      if (w.updated.length) {
+        const r = await c.query(
+          `UPDATE ${this.t("qtable_records")} r SET values = u.v FROM unnest($2::text[], $3::jsonb[]) AS u(id, v) WHERE r.workspace_id = $1 AND r.record_id = u.id`,
+          [workspaceId, w.updated.map((u) => u.id), w.updated.map((u) => JSON.stringify(u.values))],
+        );
+        restored = r.rowCount ?? 0;
+      }
+      await c.query(`UPDATE ${this.t("qtable_writes")} SET undone_at = now() WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey]);
+      return (del.rowCount ?? 0) + restored;
+    });
   }
 
   async deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number> {

@@ -1,17 +1,21 @@
 /**
  * qtable.task.records.create: write records (or tasks mapped onto the table's schema) into a table
- * of the caller's workspace. A write: requires confirmation (the preview lists the records), is
- * idempotent through the runtime's idempotency key, compensated by deleting exactly the records it
- * created, and reconcilable after a crash.
+ * of the caller's workspace. Tasks are matched to rows by the table's key column: re-planning the
+ * same goal updates its rows instead of adding copies (records-plan.ts), dependencies become
+ * record links when the table has a relation column. A write: requires confirmation (the preview
+ * is the diff: created / updated / unchanged rows), is idempotent through the runtime's
+ * idempotency key, compensated once by the store's undo of exactly this write (created rows
+ * deleted, updated rows restored to their previous values), and reconcilable after a crash.
  */
 import { z } from "zod";
 import { defineSkill } from "../../src/skills/contract.js";
-import { recordsFromTasks, validateRecords } from "./mapping.js";
+import { validateRecords } from "./mapping.js";
+import { planRecords, type RecordsPlan } from "./records-plan.js";
 import { tableFor } from "./schema-describe.js";
 import { EstimateSchema, GanttSchema, TableIdSchema, TaskSchema } from "./schemas.js";
 import { checkWrite } from "./limits.js";
-import type { TableStore, WriteResult } from "./store.js";
-import type { RecordValues, Table } from "./fields.js";
+import { MAX_PAGE, newRecordId, type TableStore, type WritePlan, type WriteResult } from "./store.js";
+import type { Table } from "./fields.js";
 
 const RecordsForm = z
   .object({
@@ -22,7 +26,7 @@ const RecordsForm = z
 const TasksForm = z
   .object({
     tableId: TableIdSchema,
-    tasks: z.array(TaskSchema).min(1).max(1_000).describe("Tasks (qtable.task.split), mapped onto the table's fields by name: title, description, estimate, start/end, status, dependsOn"),
+    tasks: z.array(TaskSchema).min(1).max(1_000).describe("Tasks (qtable.task.split), mapped onto the table's fields by name: key (rows with the task's key are updated, not duplicated), title, description, estimate, start/end, status (new rows only), dependsOn (record links in a relation field, else the keys as text)"),
     estimates: z.array(EstimateSchema).max(1_000).optional().describe("qtable.task.estimate's estimates: fill the estimate field"),
     gantt: GanttSchema.optional().describe("qtable.gantt.generate's output: fills start/end"),
   })
@@ -32,35 +36,58 @@ type RecordsCreateInput = z.infer<typeof RecordsCreateInputSchema>;
 
 export const RecordsCreateOutputSchema = z.object({
   tableId: z.string(),
+  /** The records this write created. */
   recordIds: z.array(z.string()),
   records: z.array(z.looseObject({ id: z.string() })),
-  /** false: this idempotency key had written before; these are the records it created then. */
+  /** The existing records this write updated. */
+  updatedIds: z.array(z.string()),
+  /** false: this idempotency key had written before; these are the records it created and updated then. */
   created: z.boolean(),
 });
 type RecordsCreateOutput = z.infer<typeof RecordsCreateOutputSchema>;
 
-/** The values to write, validated and within the write's byte bound (the preview refuses what the write would). */
-function planned(store: TableStore, table: Table, args: RecordsCreateInput): RecordValues[] {
-  const values = validateRecords(table, "records" in args ? args.records : recordsFromTasks(table, args));
-  checkWrite(store.limits, values);
-  return values;
+/** Every record of the table (re-planning matches tasks against all of them). */
+async function allRecords(store: TableStore, workspaceId: string, tableId: string) {
+  const out = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listRecords(workspaceId, tableId, { limit: MAX_PAGE, cursor });
+    if (!page) break;
+    out.push(...page.records);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return out;
 }
 
-/**
- * The idempotency keys the step's own executions wrote under: its attempts (`runId:stepId`) and
- * its fallback skill's (`runId:stepId:fallback`, when that is a records write too). A fallback
- * *value* or anything else in the output wrote nothing, so it names nothing to delete.
- */
+/** What the write would do, validated and within the write's byte bound (the preview refuses what the write would). */
+async function planned(store: TableStore, workspaceId: string, table: Table, args: RecordsCreateInput, newId: (key: string) => string): Promise<RecordsPlan> {
+  let plan: RecordsPlan;
+  if ("records" in args) {
+    plan = { create: validateRecords(table, args.records).map((values, i) => ({ key: String(i), id: newId(String(i)), values })), update: [], unchanged: [] };
+  } else {
+    plan = planRecords(table, args, await allRecords(store, workspaceId, table.id), newId);
+  }
+  checkWrite(store.limits, [...plan.create, ...plan.update].map((r) => r.values));
+  return plan;
+}
+
+const toWrite = (p: RecordsPlan): WritePlan => ({ creates: p.create.map(({ id, values }) => ({ id, values })), updates: p.update.map(({ id, values }) => ({ id, values })) });
 
 function toOutput(w: WriteResult): RecordsCreateOutput {
-  return { tableId: w.tableId, recordIds: w.records.map((r) => r.id), records: w.records.map((r) => ({ ...r.values, id: r.id })), created: w.created };
+  return {
+    tableId: w.tableId,
+    recordIds: w.records.map((r) => r.id),
+    records: [...w.records, ...w.updated].map((r) => ({ ...r.values, id: r.id })),
+    updatedIds: w.updated.map((r) => r.id),
+    created: w.created,
+  };
 }
 
 export function recordsCreateSkill(store: TableStore) {
   return defineSkill({
     name: "qtable.task.records.create",
     description:
-      "Create records in a table of the caller's workspace: `{ tableId, records: [{ <field>: value }] }`, or `{ tableId, tasks, estimates?, gantt? }` mapped onto the table's schema (title, description, estimate, start/end from the Gantt, status, dependsOn). Values are validated against the field types. Requires confirmation (the preview lists the records); idempotent per run step; rolled back by deleting exactly the records it created.",
+      "Write records into a table of the caller's workspace: `{ tableId, records: [{ <field>: value }] }` (created), or `{ tableId, tasks, estimates?, gantt? }` mapped onto the table's schema (key, title, description, estimate, start/end from the Gantt, status, dependsOn as record links). Tasks whose key already has a row update it (re-planning does not duplicate; the row's status is kept). Values are validated against the field types. Requires confirmation (the preview is the diff: created / updated / unchanged rows); idempotent per run step; rolled back once by deleting the rows it created and restoring the rows it updated.",
     input: RecordsCreateInputSchema,
     output: RecordsCreateOutputSchema,
     sideEffects: "write",
@@ -70,21 +97,37 @@ export function recordsCreateSkill(store: TableStore) {
     requiresConfirmation: true,
     async preview(args, ctx) {
       const table = await tableFor(store, ctx.workspaceId, args.tableId);
-      const records = planned(store, table, args);
-      return { action: "create_records", table: { id: table.id, name: table.name }, count: records.length, records };
+      const p = await planned(store, ctx.workspaceId, table, args, (key) => `new:${key}`.slice(0, 64));
+      const rows = [...p.create, ...p.update, ...p.unchanged];
+      const order = new Map(("tasks" in args ? args.tasks.map((t) => t.key) : rows.map((r) => r.key)).map((k, i) => [k, i]));
+      rows.sort((a, b) => order.get(a.key)! - order.get(b.key)!);
+      return {
+        action: "write_records",
+        table: { id: table.id, name: table.name },
+        ...(p.keyField ? { keyField: p.keyField } : {}),
+        count: rows.length,
+        // every row as it will read after the write, in task order
+        records: rows.map((r) => r.values),
+        diff: {
+          created: p.create.map((r) => ({ key: r.key, values: r.values })),
+          updated: p.update.map((r) => ({ key: r.key, id: r.id, changed: r.changed, before: Object.fromEntries(r.changed.map((f) => [f, r.before[f] ?? null])), after: Object.fromEntries(r.changed.map((f) => [f, r.values[f] ?? null])) })),
+          unchanged: p.unchanged.map((r) => ({ key: r.key, id: r.id })),
+        },
+      };
     },
     estimateDurationMs: (a) => 10 + ("records" in a ? a.records.length : a.tasks.length),
     async execute(args, ctx) {
       const table = await tableFor(store, ctx.workspaceId, args.tableId);
-      const values = planned(store, table, args);
-      return toOutput(await store.createRecords(ctx.workspaceId, table.id, values, ctx.idempotencyKey));
+      const p = await planned(store, ctx.workspaceId, table, args, () => newRecordId());
+      return toOutput(await store.applyWrite(ctx.workspaceId, table.id, toWrite(p), ctx.idempotencyKey));
     },
     createdRecords: {
       // what the output claims (shown in the rollback's record) ...
       list: (out) => out.recordIds.map((id) => ({ resource: out.tableId, id })),
-      // ... is never what gets deleted: the output may come from a fallback value or any other
-      // source the run controls. The store's own record of this step's writes, in the run's
-      // workspace, names the records. Deleting what is already gone is a no-op (idempotent).
+      // ... is never what gets deleted or restored: the output may come from a fallback value or
+      // any other source the run controls. The store's own record of this step's write, in the
+      // run's workspace, names the records it created and the previous values of those it updated.
+      // The store undoes a write once (a repeat is a no-op).
       async delete(_claimed, c) {
         // effectKey: the idempotency key of the execution being undone (the step's skill, or this
         // skill run as the step's fallback): exactly that write, in the run's workspace

@@ -24,14 +24,17 @@ export const GanttItemSchema = z.object({
   key: TaskKeySchema,
   start: IsoDate,
   end: IsoDate,
-  days: z.number().int().positive().optional(),
+  days: z.number().int().min(0).optional(),
   slack: z.number().int().min(0).optional(),
+  milestone: z.boolean().optional(),
 });
 
 export const GanttSchema = z.object({
   items: z.array(GanttItemSchema),
   criticalPath: z.array(TaskKeySchema),
+  criticalPaths: z.array(z.array(TaskKeySchema)).optional(),
   finish: IsoDate,
+  calendar: z.object({ workdays: z.array(z.number().int()), locale: z.string(), holidays: z.array(IsoDate) }).optional(),
 });
 
 export const TableIdSchema = z.string().min(1).max(100).describe("The table's id (tbl_…) or its exact name in the workspace");

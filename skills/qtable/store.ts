@@ -13,12 +13,22 @@ export interface RecordPage {
   nextCursor: string | null;
 }
 
-/** What one idempotent write created (or had created before under the same key). */
+/** What one idempotent write created and updated (or had, before, under the same key). */
 export interface WriteResult {
   tableId: string;
+  /** The records the write created (current values; `{}` once undone). */
   records: TableRecord[];
-  /** false: the key had been used before; `records` are the ones that write created. */
+  /** The existing records the write overwrote (current values). */
+  updated: TableRecord[];
+  /** false: the key had been used before; `records` / `updated` are that write's. */
   created: boolean;
+}
+
+/** One write: new records (ids from newRecordId, so relations can name them) and overwrites of existing ones. */
+export interface WritePlan {
+  creates: TableRecord[];
+  /** Records of this table in this workspace; ids that are not are skipped. Their previous values are kept for the undo. */
+  updates: TableRecord[];
 }
 
 export interface OutboxMessage {
@@ -62,12 +72,18 @@ export interface TableStore {
    * QUOTA_EXCEEDED when the workspace's record quota would be passed; VALUE_TOO_LARGE over the write's byte bound.
    */
   createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult>;
+  /**
+   * Create and update records atomically under an idempotency key (like createRecords): the
+   * previous values of the updated records are kept with the write, for deleteWrite.
+   */
+  applyWrite(workspaceId: string, tableId: string, plan: WritePlan, idempotencyKey: string): Promise<WriteResult>;
   /** What a write under this key created in this workspace, if it happened (reconcile after a crash). */
   findWrite(workspaceId: string, idempotencyKey: string): Promise<WriteResult | undefined>;
   /**
-   * Undo a write: delete the records the write under this key created in this workspace (the
-   * store's own record of the write, never ids from elsewhere); those already gone are skipped.
-   * The number deleted.
+   * Undo a write, once: delete the records the write under this key created in this workspace
+   * and restore the records it updated to their values before it (the store's own record of the
+   * write, never ids from elsewhere); those already gone are skipped. A write already undone is
+   * left alone (0). The number of records deleted or restored.
    */
   deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number>;
   /** Delete exactly these records of this table of this workspace (missing ones are already gone); the number deleted. */

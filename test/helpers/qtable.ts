@@ -40,6 +40,13 @@ export class FaultyTableStore implements TableStore {
     this.faults.afterWrite?.(this.writes);
     return r;
   };
+  applyWrite: TableStore["applyWrite"] = async (...a) => {
+    await this.faults.beforeWrite?.();
+    const r = await this.inner.applyWrite(...a);
+    if (r.created) this.writes++;
+    this.faults.afterWrite?.(this.writes);
+    return r;
+  };
 }
 
 export interface QTableRig {
