@@ -15,8 +15,9 @@
  * started by fail_fast or the deadline aborts the compensation in flight and stops the walk (the
  * rest stay `pending`, the run ends `rollback_failed`, no operator wait: the caller said stop).
  */
+import { DEFAULT_WORKSPACE } from "../src/kernel/workspace.js";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { abortableSleep } from "../skills/core/index.js";
+import { abortableSleep } from "../src/kernel/sleep.js";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "../src/kernel/errors.js";
 import { EventType } from "../src/kernel/events.js";
 import { fault, FaultPoint } from "../src/kernel/faults.js";
@@ -179,7 +180,7 @@ export function makeCompensationNode(env: RuntimeEnv) {
           const logger = env.logger(runId, c.id);
           const e = how.effect;
           const effectKey = e.unit === "fallback" ? `${runId}:${c.id}:fallback` : `${runId}:${c.id}`;
-          const cc = { runId, stepId: c.id, workspaceId: state.workspaceId ?? "default", effectKey, idempotencyKey: `${effectKey}:compensate`, signal, logger, input: e.input, output: e.output };
+          const cc = { runId, stepId: c.id, workspaceId: state.workspaceId ?? DEFAULT_WORKSPACE, effectKey, idempotencyKey: `${effectKey}:compensate`, signal, logger, input: e.input, output: e.output };
           try {
             if (how.kind === "compensate") await abandonOnAbort(() => how.skill.compensate!(cc), signal, timeout, timeoutMs);
             else if (how.kind === "delete_created") await abandonOnAbort(() => how.skill.createdRecords!.delete(how.skill.createdRecords!.list(e.output, e.input), cc), signal, timeout, timeoutMs);

@@ -5,6 +5,7 @@
  * executes through `executeSkill`. A fallback skill goes through exactly the same gates as a
  * step's skill: confirmation, preview, allowlist, limits, intent claims, timeout.
  */
+import { DEFAULT_WORKSPACE } from "../../src/kernel/workspace.js";
 import { ErrorCode, toStepError, type StepError } from "../../src/kernel/errors.js";
 import { EventType } from "../../src/kernel/events.js";
 import type { Unit } from "../../src/kernel/after-attempt.js";
@@ -125,7 +126,7 @@ function askFirst(run: SchedulerRun, c: CompiledStep, u: UnitSpec, args: Record<
     callDurable(run.config, { kind: u.unit === "step" ? "preview" : "preview_fallback", stepId: c.id, stepIndex: c.index }, async () => {
       try {
         const p = preview
-          ? await preview(parsed.data, { runId, stepId: c.id, idempotencyKey: u.idempotencyKey, signal: run.aborts.halt.signal, logger: run.env.logger(runId, c.id), context: run.state.context, workspaceId: run.state.workspaceId ?? "default" })
+          ? await preview(parsed.data, { runId, stepId: c.id, idempotencyKey: u.idempotencyKey, signal: run.aborts.halt.signal, logger: run.env.logger(runId, c.id), context: run.state.context, workspaceId: run.state.workspaceId ?? DEFAULT_WORKSPACE })
           : null;
         const bad = unstorableResult(p, "preview", u.skill.name); // a preview is stored with the run
         return bad ? { ok: false as const, error: { ...bad, effectStarted: false } } : { ok: true as const, preview: p ?? null };

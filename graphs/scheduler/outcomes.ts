@@ -3,7 +3,7 @@
  * (src/kernel/after-attempt.ts) applied to the records, a preview parking its step, a backoff
  * ending in the next attempt.
  */
-import { abortableSleep } from "../../skills/core/index.js";
+import { abortableSleep } from "../../src/kernel/sleep.js";
 import { afterAttempt } from "../../src/kernel/after-attempt.js";
 import { EventType } from "../../src/kernel/events.js";
 import { fault, FaultPoint } from "../../src/kernel/faults.js";

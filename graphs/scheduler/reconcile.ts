@@ -3,6 +3,7 @@
  * skill that ran it (durably, one task per attempt) whether its effect happened; if it cannot
  * tell, a person decides (approve = run it again, mark_done = it happened, reject = fail).
  */
+import { DEFAULT_WORKSPACE } from "../../src/kernel/workspace.js";
 import { toStepError } from "../../src/kernel/errors.js";
 import type { Unit } from "../../src/kernel/after-attempt.js";
 import { unstorableResult } from "../../src/kernel/storable.js";
@@ -21,7 +22,7 @@ export function reconcile(run: SchedulerRun, c: CompiledStep, unit: Unit, attemp
     callDurable(run.config, { kind: unit === "fallback" ? "reconcile_fallback" : "reconcile", stepId: c.id, stepIndex: c.index, attempt }, async (): Promise<Reconciled> => {
       if (!rc) return { unknown: true };
       try {
-        const res = await rc({ runId: run.runId, stepId: c.id, idempotencyKey: u.idempotencyKey, workspaceId: run.state.workspaceId ?? "default", input, signal: run.aborts.halt.signal, logger: run.env.logger(run.runId, c.id) });
+        const res = await rc({ runId: run.runId, stepId: c.id, idempotencyKey: u.idempotencyKey, workspaceId: run.state.workspaceId ?? DEFAULT_WORKSPACE, input, signal: run.aborts.halt.signal, logger: run.env.logger(run.runId, c.id) });
         const bad = res && "applied" in res && res.applied ? unstorableResult(res.output, "output", u.skill.name) : undefined;
         return bad ? { unknown: true, error: bad } : (res ?? { unknown: true });
       } catch (e) {

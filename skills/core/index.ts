@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { defineSkill, type Skill } from "../../src/skills/contract.js";
 import { ERROR_CODES, ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
+import { abortableSleep } from "../../src/kernel/sleep.js";
 
 export const corePass = defineSkill({
   name: "core.pass",
@@ -56,21 +57,4 @@ export const coreFail = defineSkill({
 
 export const coreSkills: Skill[] = [corePass, coreWait, coreFail];
 
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortReason(signal));
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(abortReason(signal!));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new ToolchainError(ErrorCode.CANCELLED, "aborted");
-}
+export { abortableSleep } from "../../src/kernel/sleep.js";

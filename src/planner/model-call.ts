@@ -8,6 +8,7 @@
  * text goes to `providerMessage` (the server log), never into the reason people see.
  */
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import { abortableSleep } from "../kernel/sleep.js";
 import { ChatOpenAI } from "@langchain/openai";
 import { storableText } from "../kernel/json-safety.js";
 import type { FallbackReason, PlannerConfig, StructuredMethod } from "./config.js";
@@ -113,20 +114,6 @@ const usageOf = (m: AIMessage): TokenUsage | undefined => {
 };
 const quote = (s: string, n = 300) => JSON.stringify(storableText(s.length > n ? `${s.slice(0, n)}…` : s));
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", stop);
-      resolve();
-    }, ms);
-    const stop = () => {
-      clearTimeout(t);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener("abort", stop, { once: true });
-  });
-}
 
 /** What the model answered, read as the spec's object. Throws ModelCallError for refusals and truncation. */
 export function readAnswer(m: AIMessage, spec: StructuredSpec): CallOutcome {
@@ -213,6 +200,6 @@ export async function callStructured(chat: ChatOpenAI, config: ModelConfig, spec
       }
     }
     if (now() + waitMs >= deadline) throw new ModelCallError(failure.reason, `${failure.message}; no time left to retry within ${config.timeoutMs} ms`, failure.providerMessage);
-    await sleep(waitMs, opts.signal);
+    await abortableSleep(waitMs, opts.signal);
   }
 }
