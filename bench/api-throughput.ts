@@ -24,7 +24,12 @@ export const STEP_MS = 5;
 export const chain = (n: number, ms: number, head?: { stepId: string; ms: number }) => ({
   steps: [
     ...(head ? [{ stepId: head.stepId, skillName: "core.wait", arguments: { ms: head.ms } }] : []),
-    ...Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: i ? [`s${i - 1}`] : head ? [head.stepId] : [], arguments: { ms, value: i } })),
+    ...Array.from({ length: n }, (_, i) => ({
+      stepId: `s${i}`,
+      skillName: "core.wait",
+      dependsOn: i ? [`s${i - 1}`] : head ? [head.stepId] : [],
+      arguments: { ms, value: i },
+    })),
   ],
 });
 
@@ -45,7 +50,11 @@ function bareChainGraph(saver: PostgresSaver) {
 }
 
 /** `runs` invocations of the bare graph, `inFlight` at a time; steps/s. */
-export async function bareThroughput(saver: PostgresSaver, runs: number, inFlight: number): Promise<{ stepsPerSec: number; seconds: number }> {
+export async function bareThroughput(
+  saver: PostgresSaver,
+  runs: number,
+  inFlight: number,
+): Promise<{ stepsPerSec: number; seconds: number }> {
   const graph = bareChainGraph(saver);
   let next = 0;
   const t0 = now();
@@ -85,7 +94,14 @@ export async function apiThroughput(url: string, key: string, runs: number, inFl
 }
 
 /** The runtime through the API beside bare LangGraph on the same saver: bare, runtime, bare. */
-export async function runsVersusBare(o: { saver: PostgresSaver; drain: () => Promise<void> }, url: string, key: string, backend: string, runs: number, inFlight: number): Promise<void> {
+export async function runsVersusBare(
+  o: { saver: PostgresSaver; drain: () => Promise<void> },
+  url: string,
+  key: string,
+  backend: string,
+  runs: number,
+  inFlight: number,
+): Promise<void> {
   const bare1 = await bareThroughput(o.saver, runs, inFlight);
   const load0 = loadavg()[0]!;
   const ours = await apiThroughput(url, key, runs, inFlight);
@@ -106,12 +122,17 @@ export async function runsVersusBare(o: { saver: PostgresSaver; drain: () => Pro
     target: 0.66,
     load1AtStart: round(load0, 2),
   });
-  log(`api.runs_vs_bare: ${ours.stepsPerSec} steps/s through the API vs ${round(bare, 1)} bare (${round(ours.stepsPerSec / bare, 2)}×)`);
+  log(
+    `api.runs_vs_bare: ${ours.stepsPerSec} steps/s through the API vs ${round(bare, 1)} bare (${round(ours.stepsPerSec / bare, 2)}×)`,
+  );
 }
 
 /** A `toolchain worker` process on the given schema; resolves once it polls. */
 function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "worker"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "worker"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   return new Promise((resolve, reject) => {
     let err = "";
     proc.stderr!.on("data", (d: Buffer) => {
@@ -133,11 +154,24 @@ async function stopWorker(p: ChildProcess): Promise<void> {
  * Server Postgres: the API (this process, queue mode) in front of 1 then 2 worker processes,
  * the same load each time. Each worker may hold every run in flight (TOOLCHAIN_WORKER_MAX_ACTIVE).
  */
-export async function workersRatio(apiUrl: string, key: string, env: { DATABASE_URL: string; TOOLCHAIN_SCHEMA: string }, runs: number, inFlight: number): Promise<void> {
+export async function workersRatio(
+  apiUrl: string,
+  key: string,
+  env: { DATABASE_URL: string; TOOLCHAIN_SCHEMA: string },
+  runs: number,
+  inFlight: number,
+): Promise<void> {
   const results: Record<string, Awaited<ReturnType<typeof apiThroughput>>> = {};
   for (const n of [1, 2]) {
     const workers = await Promise.all(
-      Array.from({ length: n }, () => startWorker({ ...env, TOOLCHAIN_WORKER_POLL_MS: "20", TOOLCHAIN_WORKER_MAX_ACTIVE: String(inFlight), REDIS_URL: "" })),
+      Array.from({ length: n }, () =>
+        startWorker({
+          ...env,
+          TOOLCHAIN_WORKER_POLL_MS: "20",
+          TOOLCHAIN_WORKER_MAX_ACTIVE: String(inFlight),
+          REDIS_URL: "",
+        }),
+      ),
     );
     try {
       results[n] = await apiThroughput(apiUrl, key, runs, inFlight);
@@ -146,5 +180,16 @@ export async function workersRatio(apiUrl: string, key: string, env: { DATABASE_
     }
     log(`api.workers: ${n} worker(s): ${results[n]!.stepsPerSec} steps/s`);
   }
-  emitLine({ suite: "api", name: "workers", backend: "postgres-server", steps: STEPS, stepMs: STEP_MS, inFlight, runs, oneWorker: results[1], twoWorkers: results[2], ratio: round(results[2]!.stepsPerSec / results[1]!.stepsPerSec, 2) });
+  emitLine({
+    suite: "api",
+    name: "workers",
+    backend: "postgres-server",
+    steps: STEPS,
+    stepMs: STEP_MS,
+    inFlight,
+    runs,
+    oneWorker: results[1],
+    twoWorkers: results[2],
+    ratio: round(results[2]!.stepsPerSec / results[1]!.stepsPerSec, 2),
+  });
 }

@@ -15,7 +15,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
 import { cachedAuthenticator } from "../src/api/auth.js";
-import { createApp, type ApiApp } from "../src/api/app.js";
+import { createApp, type ApiApp } from "../src/server/app.js";
 import { openLive, type Live } from "../src/live/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
@@ -29,9 +29,22 @@ interface Served {
   live: Live;
 }
 
-async function serve(o: Awaited<ReturnType<typeof openRuntime>>, access: PgAccessStore, redisUrl?: string, liveViewBytes?: number, execution: "inline" | "queue" = "inline"): Promise<Served> {
+async function serve(
+  o: Awaited<ReturnType<typeof openRuntime>>,
+  access: PgAccessStore,
+  redisUrl?: string,
+  liveViewBytes?: number,
+  execution: "inline" | "queue" = "inline",
+): Promise<Served> {
   const live = await openLive({ store: o.runtime.store, db: o.db, redisUrl });
-  const api = createApp({ runtime: o.runtime, execution, auth: cachedAuthenticator(access), live, limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000, liveViewBytes }, metrics: true });
+  const api = createApp({
+    runtime: o.runtime,
+    execution,
+    auth: cachedAuthenticator(access),
+    live,
+    limits: { requestsPerMinute: 0, requestsPerMinutePerIp: 0, maxWaitMs: 600_000, liveViewBytes },
+    metrics: true,
+  });
   const server = createServer(api.app);
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -45,13 +58,23 @@ async function stop(s: Served): Promise<void> {
   await s.live.close();
 }
 
-const lat = (l: autocannon.Histogram) => ({ p50: l.p50, p90: l.p90, p99: l.p99, p99_9: l.p99_9, max: l.max, mean: round(l.average, 2) });
+const lat = (l: autocannon.Histogram) => ({
+  p50: l.p50,
+  p90: l.p90,
+  p99: l.p99,
+  p99_9: l.p99_9,
+  max: l.max,
+  mean: round(l.average, 2),
+});
 
 async function post(url: string, key: string, body: unknown): Promise<any> {
-  const r = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const r = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return r.json();
 }
-
 
 /**
  * `n` SSE clients in a child process (plain Node, no TypeScript): every client must receive every
@@ -102,13 +125,28 @@ Promise.all(done).then(() => {
 }, (e) => { console.error(e); process.exit(1); });
 `;
 
-function sseClients(url: string, key: string, n: number): Promise<{ connected: number; connectMs: number; events: number; complete: number; deliveryLatencyMs: Record<string, number | null>; lastEventToAllClientsMs: number }> {
+function sseClients(
+  url: string,
+  key: string,
+  n: number,
+): Promise<{
+  connected: number;
+  connectMs: number;
+  events: number;
+  complete: number;
+  deliveryLatencyMs: Record<string, number | null>;
+  lastEventToAllClientsMs: number;
+}> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", CLIENTS_JS, url, key, String(n)], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["-e", CLIENTS_JS, url, key, String(n)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`SSE clients exited with ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`SSE clients exited with ${code}`)),
+    );
   });
 }
 
@@ -139,7 +177,10 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     const waiting = await post(`${db.url}/api/tool-chains/run`, key, { plan: waitingPlan });
     if (waiting.status !== "waiting_confirmation") throw new Error(`expected a waiting run, got ${waiting.status}`);
     // a running run whose view holds still (one long step): the cache serves it between changes
-    const running = await post(`${db.url}/api/tool-chains/run`, key, { plan: chain(2, 0, { stepId: "hold", ms: 600_000 }), wait: false });
+    const running = await post(`${db.url}/api/tool-chains/run`, key, {
+      plan: chain(2, 0, { stepId: "hold", ms: 600_000 }),
+      wait: false,
+    });
     const targets: [string, string, Served, string][] = [
       [done.runId, "process (finished run)", db, "completed"],
       [waiting.runId, "none (computed)", uncached, "waiting_confirmation"],
@@ -153,8 +194,27 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
       targets.push([waiting.runId, "redis", cached, "waiting_confirmation"]);
     }
     for (const [runId, cache, s, status] of only === "runs" ? [] : targets) {
-      const r = await autocannon({ url: `${s.url}/api/tool-chains/runs/${runId}`, headers: { authorization: `Bearer ${key}` }, connections: 50, duration: opts.quick ? 3 : 10, workers: 1 });
-      emitLine({ suite: "api", name: "get_run", backend, runStatus: status, cache, connections: 50, seconds: r.duration, reqPerSec: round(r.requests.average, 1), latencyMs: lat(r.latency), non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts });
+      const r = await autocannon({
+        url: `${s.url}/api/tool-chains/runs/${runId}`,
+        headers: { authorization: `Bearer ${key}` },
+        connections: 50,
+        duration: opts.quick ? 3 : 10,
+        workers: 1,
+      });
+      emitLine({
+        suite: "api",
+        name: "get_run",
+        backend,
+        runStatus: status,
+        cache,
+        connections: 50,
+        seconds: r.duration,
+        reqPerSec: round(r.requests.average, 1),
+        latencyMs: lat(r.latency),
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
+      });
       log(`api.get_run (${status}, cache ${cache}): ${round(r.requests.average, 0)} req/s, p99 ${r.latency.p99} ms`);
     }
     await post(`${db.url}/api/tool-chains/runs/${running.runId}/cancel`, key, { wait: true });
@@ -177,7 +237,10 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     if (only === undefined) {
       const clients = Number(process.env.BENCH_SSE_CLIENTS ?? (opts.quick ? 100 : 500));
       const holdMs = opts.quick ? 2_000 : 5_000;
-      const started = await post(`${db.url}/api/tool-chains/run`, key, { plan: chain(20, 10, { stepId: "hold", ms: holdMs }), wait: false });
+      const started = await post(`${db.url}/api/tool-chains/run`, key, {
+        plan: chain(20, 10, { stepId: "hold", ms: holdMs }),
+        wait: false,
+      });
       const out = await sseClients(`${db.url}/api/tool-chains/runs/${started.runId}/events`, key, clients);
       emitLine({ suite: "api", name: "sse_fanout", backend, clients, ...out });
       log(`api.sse_fanout: ${out.complete}/${clients} complete, delivery p99 ${out.deliveryLatencyMs.p99} ms`);

@@ -17,10 +17,16 @@ const c = cArg === "unlimited" ? undefined : Number(cArg);
 const seed = Number(process.argv[4] ?? 42);
 const dag = randomDag(n, seed + n); // the same DAG as the scheduling suite
 const plan = {
-  steps: dag.steps.map((s, i) => ({ stepId: s.id, skillName: "bench.probe", dependsOn: s.deps.map((d) => dag.steps[d]!.id), arguments: { ms: s.ms, i } })),
+  steps: dag.steps.map((s, i) => ({
+    stepId: s.id,
+    skillName: "bench.probe",
+    dependsOn: s.deps.map((d) => dag.steps[d]!.id),
+    arguments: { ms: s.ms, i },
+  })),
   ...(c === undefined ? {} : { maxConcurrency: c }),
 };
-const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+const q = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 
 for (let rep = 0; rep < 2; rep++) {
   const rt = createRuntime({ skills: [probeSkill] });
@@ -32,7 +38,9 @@ for (let rep = 0; rep < 2; rep++) {
   const m = marks.map((x) => ({ start: x.start - t0, end: x.end - t0 }));
   const firstStart = Math.min(...m.map((x) => x.start));
   const lastEnd = Math.max(...m.map((x) => x.end));
-  const launch = dag.steps.map((s, i) => m[i]!.start - (s.deps.length ? Math.max(...s.deps.map((d) => m[d]!.end)) : firstStart));
+  const launch = dag.steps.map(
+    (s, i) => m[i]!.start - (s.deps.length ? Math.max(...s.deps.map((d) => m[d]!.end)) : firstStart),
+  );
   const over = dag.steps.map((s, i) => m[i]!.end - m[i]!.start - s.ms);
   if (rep === 0) continue; // warm-up
   const lb = lowerBoundMs(dag, c);
@@ -45,7 +53,12 @@ for (let rep = 0; rep < 2; rep++) {
     ratio: round(total / lb, 3),
     beforeFirstStepMs: round(firstStart, 1),
     afterLastStepMs: round(total - lastEnd, 1),
-    launchDelayMs: { median: round(median(launch), 2), p90: round(q(launch, 0.9), 2), p99: round(q(launch, 0.99), 2), max: round(Math.max(...launch), 2) },
+    launchDelayMs: {
+      median: round(median(launch), 2),
+      p90: round(q(launch, 0.9), 2),
+      p99: round(q(launch, 0.99), 2),
+      max: round(Math.max(...launch), 2),
+    },
     timerOvershootMs: { median: round(median(over), 2), p90: round(q(over, 0.9), 2), max: round(Math.max(...over), 2) },
     layers: dag.layers,
   });

@@ -59,7 +59,12 @@ function memory(): { rssMB: number; pssMB: number; nodeRssMB: number; processes:
     }
   }
   const mb = (kb: number) => Math.round(kb / 1024);
-  return { rssMB: mb(rss), pssMB: mb(pss), nodeRssMB: Math.round(process.memoryUsage().rss / 2 ** 20), processes: pids.length };
+  return {
+    rssMB: mb(rss),
+    pssMB: mb(pss),
+    nodeRssMB: Math.round(process.memoryUsage().rss / 2 ** 20),
+    processes: pids.length,
+  };
 }
 
 async function idleMemory() {
@@ -76,96 +81,159 @@ function pct(xs: number[], p: number) {
 /** The CLI beside the server: a second process opening the same storage and running a plan. */
 function secondProcess(env: Record<string, string>): Promise<{ ok: boolean; ms: number; error?: string }> {
   const t0 = performance.now();
-  const p = spawn(process.execPath, ["--import", "tsx", path.join(root, "test/fixtures/migrate-child.ts")], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], cwd: root });
+  const p = spawn(process.execPath, ["--import", "tsx", path.join(root, "test/fixtures/migrate-child.ts")], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    cwd: root,
+  });
   let out = "";
   p.stdout.on("data", (d) => (out += d));
   return new Promise((resolve) =>
     p.on("exit", () => {
       const line = JSON.parse(out.trim().split("\n").pop() || "{}");
-      resolve({ ok: line.ok === true, ms: ms(t0), ...(line.ok ? {} : { error: String(line.error ?? "").split("\n")[0]!.slice(0, 200) }) });
+      resolve({
+        ok: line.ok === true,
+        ms: ms(t0),
+        ...(line.ok
+          ? {}
+          : {
+              error: String(line.error ?? "")
+                .split("\n")[0]!
+                .slice(0, 200),
+            }),
+      });
     }),
   );
 }
 
-async function child(engine: string) {
+/**
+ * One engine in two fresh processes on one data directory, as a user meets it: `fresh` starts on an
+ * empty directory (first `npm start`) and measures its idle memory; `initialised` starts on the
+ * directory that left (every later start) and measures the rest. (Restarting within one process
+ * would count the first instance's memory twice: WASM memory is not given back.)
+ * `pglite:16MB`: PGlite with TOOLCHAIN_PGLITE_SHARED_BUFFERS=16MB.
+ */
+async function child(spec: string, phase: "fresh" | "initialised", dir: string) {
+  const [engine, sharedBuffers] = spec.split(":") as [string, string | undefined];
+  if (sharedBuffers) process.env.TOOLCHAIN_PGLITE_SHARED_BUFFERS = sharedBuffers;
   const { configFromEnv, startServer } = await import("../src/server/serve.js");
   const runs = Number(process.env.BENCH_RUNS || 200);
   const reads = Number(process.env.BENCH_READS || 2_000);
-  const dir = mkdtempSync(path.join(tmpdir(), `tc-bench-${engine}-`));
-  chmodSync(dir, 0o755); // as root, postgres runs as another user that must reach the data directory
   const dataDir = engine === "server" ? ":memory:" : path.join(dir, "db");
-  const schema = engine === "server" ? `bench_${process.pid}` : "toolchain";
-  const env = { PORT: "0", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: schema, DATABASE_URL: engine === "server" ? process.env.DATABASE_URL! : "", TOOLCHAIN_DEV_KEY: "1" };
+  const schema = engine === "server" ? `bench_${path.basename(dir)}` : "toolchain";
+  const env = {
+    PORT: "0",
+    TOOLCHAIN_DATA_DIR: dataDir,
+    TOOLCHAIN_SCHEMA: schema,
+    DATABASE_URL: engine === "server" ? process.env.DATABASE_URL! : "",
+    TOOLCHAIN_DEV_KEY: "1",
+  };
   Object.assign(process.env, env, engine === "server" ? {} : { TOOLCHAIN_EMBEDDED_ENGINE: engine });
-  const base = { engine, runs, reads };
+  const base = { engine: spec, runs, reads };
   const quiet = () => undefined;
 
-  let t0 = performance.now();
-  let srv = await startServer(configFromEnv(), {}, quiet);
-  const startFresh = ms(t0);
-  t0 = performance.now();
-  await srv.close();
-  const closeMs = ms(t0);
-  t0 = performance.now();
-  srv = await startServer(configFromEnv(), {}, quiet);
-  const startInit = ms(t0);
-  emit({ ...base, metric: "startup", freshMs: startFresh, initialisedMs: startInit, closeMs });
+  const t0s = performance.now();
+  const srv = await startServer(configFromEnv(), {}, quiet);
+  const startMs = ms(t0s);
+  if (phase === "fresh") {
+    emit({ ...base, metric: "startup_fresh", ms: startMs });
+    emit({ ...base, metric: "idle_after_fresh_start", ...(await idleMemory()) });
+    const t0 = performance.now();
+    await srv.close();
+    emit({ ...base, metric: "close", ms: ms(t0) });
+    return;
+  }
+  emit({ ...base, metric: "startup_initialised", ms: startMs });
   emit({ ...base, metric: "idle_after_start", ...(await idleMemory()) });
 
+  let t0 = performance.now();
   const rt = srv.opened.runtime;
-  const plan = { steps: [
-    { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
-    { stepId: "b", skillName: "core.pass", arguments: { value: 2 }, dependsOn: ["a"] },
-  ] };
+  const plan = {
+    steps: [
+      { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
+      { stepId: "b", skillName: "core.pass", arguments: { value: 2 }, dependsOn: ["a"] },
+    ],
+  };
   const ids: string[] = [];
   t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: 10 }, async () => {
-    while (next < runs) {
-      next++;
-      const h = rt.run(plan);
-      const v = await h.result;
-      if (v.status !== "completed") throw new Error(`run ${v.runId} ${v.status}`);
-      ids.push(v.runId);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (next < runs) {
+        next++;
+        const h = rt.run(plan);
+        const v = await h.result;
+        if (v.status !== "completed") throw new Error(`run ${v.runId} ${v.status}`);
+        ids.push(v.runId);
+      }
+    }),
+  );
   const runsMs = ms(t0);
-  emit({ ...base, metric: "runs", concurrency: 10, totalMs: runsMs, perRunMs: Math.round((runsMs / runs) * 100) / 100 });
+  emit({
+    ...base,
+    metric: "runs",
+    concurrency: 10,
+    totalMs: runsMs,
+    perRunMs: Math.round((runsMs / runs) * 100) / 100,
+  });
   emit({ ...base, metric: "idle_after_runs", ...(await idleMemory()) });
 
   const lat: number[] = [];
   let i = 0;
   t0 = performance.now();
-  await Promise.all(Array.from({ length: 50 }, async () => {
-    while (i < reads) {
-      const id = ids[i++ % ids.length]!;
-      const s = performance.now();
-      await rt.getRun(id);
-      lat.push(performance.now() - s);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (i < reads) {
+        const id = ids[i++ % ids.length]!;
+        const s = performance.now();
+        await rt.getRun(id);
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
   const readMs = ms(t0);
-  emit({ ...base, metric: "getRun", concurrency: 50, totalMs: readMs, perSec: Math.round((reads / readMs) * 1000), p50Ms: pct(lat, 50), p99Ms: pct(lat, 99) });
+  emit({
+    ...base,
+    metric: "getRun",
+    concurrency: 50,
+    totalMs: readMs,
+    perSec: Math.round((reads / readMs) * 1000),
+    p50Ms: pct(lat, 50),
+    p99Ms: pct(lat, 99),
+  });
 
-  const second = await secondProcess({ ...env, ...(engine === "server" ? {} : { TOOLCHAIN_EMBEDDED_ENGINE: engine }), ...(engine === "server" ? {} : { DATABASE_URL: "" }) });
+  const second = await secondProcess({
+    ...env,
+    ...(engine === "server" ? {} : { TOOLCHAIN_EMBEDDED_ENGINE: engine }),
+    ...(engine === "server" ? {} : { DATABASE_URL: "" }),
+  });
   emit({ ...base, metric: "second_process_while_serving", ...second });
 
   if (engine === "server") await srv.opened.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
   await srv.close();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 async function main() {
-  const engines = (process.env.BENCH_ENGINES ?? `pglite,postgres${process.env.DATABASE_URL ? ",server" : ""}`).split(",");
+  const engines = (process.env.BENCH_ENGINES ?? `pglite,postgres${process.env.DATABASE_URL ? ",server" : ""}`).split(
+    ",",
+  );
   for (const engine of engines) {
-    const p = spawn(process.execPath, ["--expose-gc", "--import", "tsx", self, "--child", engine], { stdio: ["ignore", "inherit", "inherit"], cwd: root });
-    const code = await new Promise((r) => p.on("exit", r));
-    if (code !== 0) emit({ engine, metric: "failed", code });
+    const dir = mkdtempSync(path.join(tmpdir(), `tc-bench-${engine.replace(/\W/g, "_")}-`));
+    chmodSync(dir, 0o755); // as root, postgres runs as another user that must reach the data directory
+    for (const phase of ["fresh", "initialised"]) {
+      const p = spawn(process.execPath, ["--expose-gc", "--import", "tsx", self, "--child", engine, phase, dir], {
+        stdio: ["ignore", "inherit", "inherit"],
+        cwd: root,
+      });
+      const code = await new Promise((r) => p.on("exit", r));
+      if (code !== 0) emit({ engine, phase, metric: "failed", code });
+    }
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 if (process.argv[2] === "--child") {
-  await child(process.argv[3]!);
+  await child(process.argv[3]!, process.argv[4] as "fresh" | "initialised", process.argv[5]!);
   process.exit(0);
 } else {
   await main();

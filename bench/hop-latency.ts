@@ -33,13 +33,20 @@ const ms = Number(process.argv[3] ?? 20);
 for (let rep = 0; rep < 2; rep++) {
   {
     const rt = createRuntime({ skills: [probe] });
-    const plan = { steps: Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, skillName: "bench.probe", dependsOn: i ? [`s${i - 1}`] : [], arguments: { ms, i } })) };
+    const plan = {
+      steps: Array.from({ length: n }, (_, i) => ({
+        stepId: `s${i}`,
+        skillName: "bench.probe",
+        dependsOn: i ? [`s${i - 1}`] : [],
+        arguments: { ms, i },
+      })),
+    };
     marks.length = 0;
     const t0 = now();
     const v = await rt.run(plan).result;
     const total = now() - t0;
     if (v.status !== "completed") throw new Error(v.status);
-    for (const m of marks) (m.start -= t0), (m.end -= t0);
+    for (const m of marks) ((m.start -= t0), (m.end -= t0));
     if (rep) summarize("runtime", total, n, ms);
   }
   {
@@ -61,7 +68,7 @@ for (let rep = 0; rep < 2; rep++) {
     const t0 = now();
     await g.invoke({ x: 0 }, { configurable: { thread_id: "t" } });
     const total = now() - t0;
-    for (const m of marks) (m.start -= t0), (m.end -= t0);
+    for (const m of marks) ((m.start -= t0), (m.end -= t0));
     if (rep) summarize("bareTask", total, n, ms);
   }
 }

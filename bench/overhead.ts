@@ -5,10 +5,11 @@
  *       (chain: one after another; fan-out: Promise.all), MemorySaver checkpointer,
  *   (ii) raw awaited promises.
  * Variants are interleaved within each repetition (order rotated) after a warm-up; medians.
+ * Beside the times: the supersteps one run of each takes (from its checkpoints; deterministic).
  */
 import { Annotation, END, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
-import { emitLine, log, maybeGc, median, now, round } from "./timing.js";
+import { emitLine, log, maybeGc, median, now, round, superstepsOf } from "./timing.js";
 
 export type Shape = "chain" | "fanout";
 
@@ -39,6 +40,18 @@ export async function runtimeRun(n: number, shape: Shape): Promise<number> {
   const ms = now() - t0;
   if (view.status !== "completed") throw new Error(`runtime run ended ${view.status}`);
   return ms;
+}
+
+/** Supersteps of one runtime run and one bare-task run of this size and shape (untimed). */
+export async function superstepsPerRun(n: number, shape: Shape): Promise<{ runtime: number; bareTask: number }> {
+  const saver = new MemorySaver();
+  const view = await createRuntime({ checkpointer: saver }).run(noopPlan(n, shape)).result;
+  const bare = buildBareTaskGraph(n, shape);
+  await bare.invoke({ count: 0 }, { configurable: { thread_id: "supersteps" } });
+  return {
+    runtime: await superstepsOf(saver, view.runId),
+    bareTask: await superstepsOf(bare.checkpointer as MemorySaver, "supersteps"),
+  };
 }
 
 const BareState = Annotation.Root({ count: Annotation<number>() });
@@ -81,7 +94,11 @@ export async function rawRun(n: number, shape: Shape): Promise<number> {
 }
 
 type Variant = "runtime" | "bareTask" | "raw";
-const RUN: Record<Variant, (n: number, shape: Shape) => Promise<number>> = { runtime: runtimeRun, bareTask: bareTaskRun, raw: rawRun };
+const RUN: Record<Variant, (n: number, shape: Shape) => Promise<number>> = {
+  runtime: runtimeRun,
+  bareTask: bareTaskRun,
+  raw: rawRun,
+};
 const VARIANTS: Variant[] = ["runtime", "bareTask", "raw"];
 
 export async function overheadSuite(opts: OverheadOptions): Promise<void> {
@@ -98,7 +115,9 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
         maybeGc();
         samples[v].push((await RUN[v](opts.steps, shape)) / opts.steps);
       }
-      log(`overhead ${shape} ${opts.steps} rep ${r + 1}/${opts.reps}: ${VARIANTS.map((v) => `${v} ${round(samples[v].at(-1)!, 4)}`).join(", ")} ms/step`);
+      log(
+        `overhead ${shape} ${opts.steps} rep ${r + 1}/${opts.reps}: ${VARIANTS.map((v) => `${v} ${round(samples[v].at(-1)!, 4)}`).join(", ")} ms/step`,
+      );
     }
     const med = (v: Variant) => median(samples[v]);
     perStep1k[shape] = med("runtime");
@@ -109,6 +128,7 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
       reps: opts.reps,
       msPerStep: { runtime: round(med("runtime"), 4), bareTask: round(med("bareTask"), 4), raw: round(med("raw"), 5) },
       ratioRuntimeToBareTask: round(med("runtime") / med("bareTask"), 3),
+      superstepsPerRun: await superstepsPerRun(opts.steps, shape),
       samplesMsPerStep: Object.fromEntries(VARIANTS.map((v) => [v, samples[v].map((x) => round(x, 4))])),
     });
   }
@@ -118,7 +138,9 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
     for (let r = 0; r < opts.bigReps; r++) {
       maybeGc();
       samples.push((await runtimeRun(opts.bigSteps, shape)) / opts.bigSteps);
-      log(`overhead ${shape} ${opts.bigSteps} rep ${r + 1}/${opts.bigReps}: runtime ${round(samples.at(-1)!, 4)} ms/step`);
+      log(
+        `overhead ${shape} ${opts.bigSteps} rep ${r + 1}/${opts.bigReps}: runtime ${round(samples.at(-1)!, 4)} ms/step`,
+      );
     }
     emitLine({
       suite: "overhead-scaling",

@@ -28,7 +28,8 @@ try {
     } else if (variant === "trivial") {
       for (let i = 0; i < steps; i++) await o.runtime.run(noopPlan(1, "chain")).result;
     } else {
-      for (let i = 0; i < steps; i++) await bare.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
+      for (let i = 0; i < steps; i++)
+        await bare.invoke({ n: 1, shape: "chain" }, { configurable: { thread_id: randomUUID() } });
     }
   };
   await once(Math.min(n, 50)); // warm-up

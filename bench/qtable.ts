@@ -10,12 +10,22 @@ import { openRuntime } from "../src/runtime/open.js";
 import { loadDemoPlan } from "../src/cli/demo.js";
 import { emitLine, log, median, now, round } from "./timing.js";
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 export async function qtableSuite(opts: { quick: boolean }) {
-  const serverUrl = process.env.DATABASE_URL || process.env.BENCH_SERVER_URL || "postgres://postgres@127.0.0.1:5432/test";
-  const serverUp = await new pg.Pool({ connectionString: serverUrl, max: 1, connectionTimeoutMillis: 1_000 }).query("SELECT 1").then(() => true, () => false);
-  const backends: { name: string; url?: string }[] = [{ name: "embedded" }, ...(serverUp ? [{ name: "server", url: serverUrl }] : [])];
+  const serverUrl =
+    process.env.DATABASE_URL || process.env.BENCH_SERVER_URL || "postgres://postgres@127.0.0.1:5432/test";
+  const serverUp = await new pg.Pool({ connectionString: serverUrl, max: 1, connectionTimeoutMillis: 1_000 })
+    .query("SELECT 1")
+    .then(
+      () => true,
+      () => false,
+    );
+  const backends: { name: string; url?: string }[] = [
+    { name: "embedded" },
+    ...(serverUp ? [{ name: "server", url: serverUrl }] : []),
+  ];
   const runs = opts.quick ? 5 : 20;
   const plan = loadDemoPlan();
   for (const b of backends) {
@@ -24,7 +34,12 @@ export async function qtableSuite(opts: { quick: boolean }) {
     try {
       log(`qtable: ${b.name}`);
       const table = await o.tables!.ensureWorkspace("bench");
-      const context = { goal: "Plan an approval system with multi-level sign-off, e-mail notifications and an audit log", table: { id: table.id }, startDate: "2026-12-21", holidays: ["2026-12-25"] };
+      const context = {
+        goal: "Plan an approval system with multi-level sign-off, e-mail notifications and an audit log",
+        table: { id: table.id },
+        startDate: "2026-12-21",
+        holidays: ["2026-12-25"],
+      };
       const toWait: number[] = [];
       const toDone: number[] = [];
       const total: number[] = [];
@@ -33,7 +48,8 @@ export async function qtableSuite(opts: { quick: boolean }) {
       for (let i = 0; i <= runs; i++) {
         const a = now();
         const waiting = await o.runtime.run(plan, { workspaceId: "bench", context }).result;
-        if (waiting.status !== "waiting_confirmation") throw new Error(`expected the records confirmation, got ${waiting.status}`);
+        if (waiting.status !== "waiting_confirmation")
+          throw new Error(`expected the records confirmation, got ${waiting.status}`);
         const b2 = now();
         const done = await (await o.runtime.confirm(waiting.runId, { stepId: "create", decision: "approve" })).result;
         if (done.status !== "completed") throw new Error(`expected completed, got ${done.status}`);

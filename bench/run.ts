@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: every suite in one process, one JSON object per line on stdout (logs on stderr).
  * BENCH_QUICK=1 shrinks every size for a smoke test (well under a minute).
- * BENCH_SUITES=scheduling,dag,overhead,durable,qtable,validation,limits,api,soak selects suites
+ * BENCH_SUITES=scheduling,dag,overhead,durable,qtable,validation,limits,api,tracing,soak selects suites
  * (default: all but soak; `dag` is the non-layered part of scheduling alone). `npm run bench -- soak`
  * runs the soak alone.
  * BENCH_BIG_REPS=n repetitions of the 10,000-step runtime runs (default 2).
  * Diagnostics outside the bench: bench/hop-latency.ts, bench/profile-overhead.ts.
  */
+import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
 import { overheadSuite } from "./overhead.js";
@@ -20,17 +21,31 @@ import { emitLine, log, now, phase, round } from "./timing.js";
 // LangGraph's own Send fan-out (the scheduling baseline) still trips it: counted per phase.
 const maxListenerWarnings: Record<string, number> = {};
 process.on("warning", (w) => {
-  if (w.name === "MaxListenersExceededWarning") maxListenerWarnings[phase.current] = (maxListenerWarnings[phase.current] ?? 0) + 1;
+  if (w.name === "MaxListenersExceededWarning")
+    maxListenerWarnings[phase.current] = (maxListenerWarnings[phase.current] ?? 0) + 1;
 });
 
 const quick = process.env.BENCH_QUICK === "1";
 // `npm run bench -- soak [runs]`: the soak alone
 const soakOnly = process.argv[2] === "soak";
-const suites = new Set((soakOnly ? "soak" : process.env.BENCH_SUITES ?? "scheduling,overhead,durable,qtable,limits").split(",").map((s) => s.trim()));
+const suites = new Set(
+  (soakOnly ? "soak" : (process.env.BENCH_SUITES ?? "scheduling,overhead,durable,qtable,limits"))
+    .split(",")
+    .map((s) => s.trim()),
+);
 const require = createRequire(import.meta.url);
 const lgVersion = (require("@langchain/langgraph/package.json") as { version: string }).version;
 
-emitLine({ suite: "meta", quick, node: process.version, langgraph: lgVersion, gcExposed: typeof (globalThis as { gc?: unknown }).gc === "function", cpus: cpus().length, loadavg: loadavg().map((x) => round(x, 2)), startedAt: new Date().toISOString() });
+emitLine({
+  suite: "meta",
+  quick,
+  node: process.version,
+  langgraph: lgVersion,
+  gcExposed: typeof (globalThis as { gc?: unknown }).gc === "function",
+  cpus: cpus().length,
+  loadavg: loadavg().map((x) => round(x, 2)),
+  startedAt: new Date().toISOString(),
+});
 const t0 = now();
 
 if (suites.has("scheduling")) {
@@ -49,7 +64,9 @@ if (suites.has("overhead")) {
   // 10k-step runs take ~1-2 min each here (LangGraph's per-task cost grows with the number of
   // tasks in one superstep), so 2 repetitions keep the whole bench near 10 minutes.
   const bigReps = Number(process.env.BENCH_BIG_REPS ?? 2);
-  await overheadSuite(quick ? { steps: 200, reps: 3, bigSteps: 1_000, bigReps: 1 } : { steps: 1_000, reps: 7, bigSteps: 10_000, bigReps });
+  await overheadSuite(
+    quick ? { steps: 200, reps: 3, bigSteps: 1_000, bigReps: 1 } : { steps: 1_000, reps: 7, bigSteps: 10_000, bigReps },
+  );
 }
 if (suites.has("durable")) await durableSuite({ quick });
 if (suites.has("qtable")) await qtableSuite({ quick });
@@ -60,10 +77,20 @@ if (suites.has("soak")) {
 if (soakOnly) {
   // nothing else
 } else if (suites.has("validation") || !process.env.BENCH_SUITES) {
-  await (await import("./validation.js")).validationSuite({ sizes: [1_000, 10_000], reps: quick ? 1 : 3, runSizes: quick ? [1_000] : [1_000, 10_000] });
+  await (
+    await import("./validation.js")
+  ).validationSuite({ sizes: [1_000, 10_000], reps: quick ? 1 : 3, runSizes: quick ? [1_000] : [1_000, 10_000] });
 }
+// in a process of its own: once the trace SDK is set up it stays for the process's lifetime
+if (!soakOnly && (suites.has("tracing") || !process.env.BENCH_SUITES))
+  spawnSync(process.execPath, ["--import", "tsx", "bench/tracing.ts"], { stdio: "inherit", env: process.env });
 if (!soakOnly && suites.has("limits")) await (await import("./limits.js")).limitsSuite({ quick });
 if (!soakOnly && (suites.has("api") || !process.env.BENCH_SUITES)) await (await import("./api.js")).apiSuite({ quick });
 const totalS = round((now() - t0) / 1000, 1);
 log(`done in ${totalS} s (MaxListenersExceededWarning by phase: ${JSON.stringify(maxListenerWarnings)})`);
-emitLine({ suite: "meta-end", totalSeconds: totalS, maxListenersWarnings: maxListenerWarnings, loadavg: loadavg().map((x) => round(x, 2)) });
+emitLine({
+  suite: "meta-end",
+  totalSeconds: totalS,
+  maxListenersWarnings: maxListenerWarnings,
+  loadavg: loadavg().map((x) => round(x, 2)),
+});

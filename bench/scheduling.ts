@@ -32,7 +32,8 @@ async function runRuntimeIn(dag: Dag, maxConcurrency: number | undefined): Promi
   const view = await rt.run(plan).result;
   const ms = now() - t0;
   const bad = view.steps.filter((s) => s.status !== "completed");
-  if (view.status !== "completed" || bad.length) throw new Error(`runtime run ended ${view.status} (${bad.length} steps not completed)`);
+  if (view.status !== "completed" || bad.length)
+    throw new Error(`runtime run ended ${view.status} (${bad.length} steps not completed)`);
   return ms;
 }
 
@@ -74,15 +75,22 @@ export function buildSendBaseline(dag: Dag, maxConcurrency: number | undefined) 
   return { graph, supersteps: () => supersteps };
 }
 
-export function runSendBaseline(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+export function runSendBaseline(
+  dag: Dag,
+  maxConcurrency: number | undefined,
+): Promise<{ ms: number; supersteps: number }> {
   return inPhase("LangGraph Send baseline", () => runSendBaselineIn(dag, maxConcurrency));
 }
-async function runSendBaselineIn(dag: Dag, maxConcurrency: number | undefined): Promise<{ ms: number; supersteps: number }> {
+async function runSendBaselineIn(
+  dag: Dag,
+  maxConcurrency: number | undefined,
+): Promise<{ ms: number; supersteps: number }> {
   const { graph, supersteps } = buildSendBaseline(dag, maxConcurrency);
   const t0 = now();
   const out = await graph.invoke({}, { configurable: { thread_id: "bench" }, recursionLimit: 1_000_000 });
   const ms = now() - t0;
-  if (out.done.length !== dag.steps.length) throw new Error(`send baseline finished ${out.done.length}/${dag.steps.length} steps`);
+  if (out.done.length !== dag.steps.length)
+    throw new Error(`send baseline finished ${out.done.length}/${dag.steps.length} steps`);
   // routing rounds = executor supersteps (+1 for the final router call that ends the graph)
   return { ms, supersteps: supersteps() - 1 };
 }
@@ -91,7 +99,8 @@ async function runSendBaselineIn(dag: Dag, maxConcurrency: number | undefined): 
 export async function runReadyQueue(dag: Dag): Promise<number> {
   const t0 = now();
   const done: Promise<void>[] = [];
-  for (const s of dag.steps) done.push((s.deps.length ? Promise.all(s.deps.map((d) => done[d]!)) : Promise.resolve()).then(() => sleep(s.ms)));
+  for (const s of dag.steps)
+    done.push((s.deps.length ? Promise.all(s.deps.map((d) => done[d]!)) : Promise.resolve()).then(() => sleep(s.ms)));
   await Promise.all(done);
   return now() - t0;
 }
@@ -119,7 +128,9 @@ export async function windowSuite(opts: { sizes: number[]; seed: number; reps: n
   for (const n of opts.sizes) {
     const dag = randomWindowDag(n, opts.seed + n);
     const cp = dag.criticalPathMs;
-    log(`scheduling (non-layered): ${n} steps, depth ${dag.layers}, critical path ${cp} ms, work ${dag.totalWorkMs} ms`);
+    log(
+      `scheduling (non-layered): ${n} steps, depth ${dag.layers}, critical path ${cp} ms, work ${dag.totalWorkMs} ms`,
+    );
     const s = { runtime: [] as number[], readyQueue: [] as number[], send: [] as number[], waves: [] as number[] };
     let supersteps = 0;
     for (let r = 0; r < opts.reps; r++) {
@@ -133,7 +144,9 @@ export async function windowSuite(opts: { sizes: number[]; seed: number; reps: n
       supersteps = send.supersteps;
       maybeGc();
       s.waves.push(await runWaves(dag));
-      log(`  rep ${r + 1}/${opts.reps}: runtime ${round(s.runtime.at(-1)! / cp, 3)}, ready queue ${round(s.readyQueue.at(-1)! / cp, 3)}, send ${round(send.ms / cp, 3)}, waves ${round(s.waves.at(-1)! / cp, 3)} (x critical path ${cp} ms)`);
+      log(
+        `  rep ${r + 1}/${opts.reps}: runtime ${round(s.runtime.at(-1)! / cp, 3)}, ready queue ${round(s.readyQueue.at(-1)! / cp, 3)}, send ${round(send.ms / cp, 3)}, waves ${round(s.waves.at(-1)! / cp, 3)} (x critical path ${cp} ms)`,
+      );
     }
     emitLine({
       suite: "scheduling",
@@ -160,7 +173,10 @@ export async function runSequential(dag: Dag): Promise<number> {
 }
 
 const cell = (ms: number, lb: number) => ({ makespanMs: round(ms, 1), ratio: round(ms / lb, 3) });
-const cellOf = (samples: number[], lb: number) => ({ ...cell(median(samples), lb), ...(samples.length > 1 ? { samplesMs: samples.map((x) => round(x, 1)) } : {}) });
+const cellOf = (samples: number[], lb: number) => ({
+  ...cell(median(samples), lb),
+  ...(samples.length > 1 ? { samplesMs: samples.map((x) => round(x, 1)) } : {}),
+});
 
 export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
   // warm-up: load and JIT both graph paths on a small DAG
@@ -170,7 +186,9 @@ export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
 
   for (const n of opts.sizes) {
     const dag = randomDag(n, opts.seed + n);
-    log(`scheduling: ${n} steps, ${dag.layers} layers, critical path ${dag.criticalPathMs} ms, work ${dag.totalWorkMs} ms`);
+    log(
+      `scheduling: ${n} steps, ${dag.layers} layers, critical path ${dag.criticalPathMs} ms, work ${dag.totalWorkMs} ms`,
+    );
     maybeGc();
     const seqMs = await runSequential(dag);
     log(`  sequential ${round(seqMs, 0)} ms`);
@@ -187,7 +205,9 @@ export async function schedulingSuite(opts: SchedulingOptions): Promise<void> {
         const s = await runSendBaseline(dag, c);
         send.push(s.ms);
         supersteps = s.supersteps;
-        log(`  c=${c ?? "unlimited"} rep ${r + 1}/${reps}: runtime ${round(rt.at(-1)!, 0)} ms, send baseline ${round(s.ms, 0)} ms (${s.supersteps} supersteps), lb ${round(lb, 0)} ms`);
+        log(
+          `  c=${c ?? "unlimited"} rep ${r + 1}/${reps}: runtime ${round(rt.at(-1)!, 0)} ms, send baseline ${round(s.ms, 0)} ms (${s.supersteps} supersteps), lb ${round(lb, 0)} ms`,
+        );
       }
       emitLine({
         suite: "scheduling",

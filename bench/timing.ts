@@ -1,6 +1,7 @@
 /** Timing helpers for the benchmarks. */
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
 
 export const now = (): number => performance.now();
 
@@ -50,4 +51,16 @@ export async function inPhase<T>(name: string, fn: () => Promise<T>): Promise<T>
   } finally {
     phase.current = prev;
   }
+}
+
+/**
+ * Supersteps a run's nodes took, from its thread's checkpoints: LangGraph saves the input's
+ * (step -1), START's (step 0), then one per superstep, so it is the last checkpoint's step (a
+ * one-node graph: 3 checkpoints, 1 superstep). Deterministic, unlike the timings.
+ */
+export async function superstepsOf(saver: BaseCheckpointSaver, threadId: string): Promise<number> {
+  let step = -1;
+  for await (const c of saver.list({ configurable: { thread_id: threadId } }))
+    step = Math.max(step, c.metadata?.step ?? -1);
+  return step;
 }

@@ -24,16 +24,25 @@ export function referencingPlan(n: number, opts: { brokenLast?: boolean } = {}) 
       arguments: {
         // numbers only, so outputs do not nest each other (the plan is about references, not data)
         value:
-          i === 0 ? { n: 0 }
-          : opts.brokenLast && i === n - 1 ? { n: i, ghost: { $ref: `steps.s${n}.n` } }
-          : { n: i, first: { $ref: "steps.s0.n" }, prev: { $ref: `steps.s${i - 1}.n` }, mid: { $ref: `steps.s${i >> 1}.n` } },
+          i === 0
+            ? { n: 0 }
+            : opts.brokenLast && i === n - 1
+              ? { n: i, ghost: { $ref: `steps.s${n}.n` } }
+              : {
+                  n: i,
+                  first: { $ref: "steps.s0.n" },
+                  prev: { $ref: `steps.s${i - 1}.n` },
+                  mid: { $ref: `steps.s${i >> 1}.n` },
+                },
       },
     })),
   };
 }
 
 /** Runs `fn` while an event-loop-delay histogram records; ms figures. */
-export async function withLoopDelay<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; maxDelayMs: number; p99DelayMs: number }> {
+export async function withLoopDelay<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; ms: number; maxDelayMs: number; p99DelayMs: number }> {
   const h = monitorEventLoopDelay({ resolution: 5 });
   h.enable();
   const t0 = now();
@@ -89,7 +98,14 @@ export async function validationSuite(o: { sizes: number[]; reps: number; runSiz
       return rt.run(plan, { compiled }).result;
     });
     if (r.value.status !== "completed") throw new Error(`run ended ${r.value.status}`);
-    const line = { suite: "validation-run", steps: n, runMs: round(r.ms, 0), msPerStep: round(r.ms / n, 3), loopDelayMaxMs: round(r.maxDelayMs, 1), loopDelayP99Ms: round(r.p99DelayMs, 1) };
+    const line = {
+      suite: "validation-run",
+      steps: n,
+      runMs: round(r.ms, 0),
+      msPerStep: round(r.ms / n, 3),
+      loopDelayMaxMs: round(r.maxDelayMs, 1),
+      loopDelayP99Ms: round(r.p99DelayMs, 1),
+    };
     log(`run ${n} steps`, line);
     emitLine(line);
   }

@@ -19,14 +19,16 @@ import { openRuntime } from "../src/runtime/open.js";
 
 const argv = process.argv.slice(2);
 const autoApprove = argv.includes("--approve");
-const request = argv.filter((a) => !a.startsWith("--")).join(" ") || "Plan an approval system with e-mail notifications and an audit log, estimate the effort, build a timeline and put the tasks into the Tasks table";
+const request =
+  argv.filter((a) => !a.startsWith("--")).join(" ") ||
+  "Plan an approval system with e-mail notifications and an audit log, estimate the effort, build a timeline and put the tasks into the Tasks table";
 
 if (!process.env.OPENAI_API_KEY && !process.env.OPENAI_BASE_URL) {
   console.log(
     [
       "This example needs a chat model that can call tools:",
-      "  OPENAI_API_KEY=sk-… npx tsx examples/agent.ts \"<request>\"                (OpenAI, model TOOLCHAIN_AGENT_MODEL, default gpt-4o-mini)",
-      "  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 TOOLCHAIN_AGENT_MODEL=<model> npx tsx examples/agent.ts \"<request>\"   (any OpenAI-compatible server)",
+      '  OPENAI_API_KEY=sk-… npx tsx examples/agent.ts "<request>"                (OpenAI, model TOOLCHAIN_AGENT_MODEL, default gpt-4o-mini)',
+      '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 TOOLCHAIN_AGENT_MODEL=<model> npx tsx examples/agent.ts "<request>"   (any OpenAI-compatible server)',
       "Without a model, test/agent-tools.test.ts shows the same agent with scripted tool calls (npx vitest run test/agent-tools.test.ts).",
     ].join("\n"),
   );
@@ -57,17 +59,23 @@ try {
 
   let input: unknown = { messages: [new HumanMessage(request)] };
   for (;;) {
-    const out = (await agent.invoke(input as never, config)) as { messages: { content: unknown }[]; __interrupt__?: { value: unknown }[] };
+    const out = (await agent.invoke(input as never, config)) as {
+      messages: { content: unknown }[];
+      __interrupt__?: { value: unknown }[];
+    };
     const ask = out.__interrupt__?.[0]?.value as ToolChainInterrupt | undefined;
     if (!ask) {
       console.log(`\n${String(out.messages.at(-1)?.content ?? "")}`);
       break;
     }
-    if (ask.resumeError) console.log(`(your last answer was refused: ${ask.resumeError.code}: ${ask.resumeError.message})`);
+    if (ask.resumeError)
+      console.log(`(your last answer was refused: ${ask.resumeError.code}: ${ask.resumeError.message})`);
     console.log(`\n${ask.message}`);
     const decisions: Record<string, ToolChainDecision> = {};
     for (const p of ask.pending) {
-      console.log(`\n  ${p.stepId} (${p.skillName}, ${p.kind ?? "confirmation"})\n  preview:   ${JSON.stringify(p.preview)}\n  arguments: ${JSON.stringify(p.arguments)}`);
+      console.log(
+        `\n  ${p.stepId} (${p.skillName}, ${p.kind ?? "confirmation"})\n  preview:   ${JSON.stringify(p.preview)}\n  arguments: ${JSON.stringify(p.arguments)}`,
+      );
       const yes = autoApprove || /^y/i.test(await rl.question(`  Approve ${p.stepId}? [y/N] `));
       decisions[p.stepId] = { decision: yes ? "approve" : "reject" };
     }

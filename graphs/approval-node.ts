@@ -6,32 +6,27 @@
  * Unanswered steps stay waiting; the scheduler runs the answered ones at once.
  */
 import { interrupt, isGraphInterrupt, type LangGraphRunnableConfig } from "@langchain/langgraph";
-import { z } from "zod";
-import { ErrorCode } from "../src/kernel/errors.js";
-import { DecisionSchema } from "../src/kernel/decision.js";
-import { compensationPending, type PendingConfirmation } from "../src/kernel/pending.js";
+import { cancelError, ErrorCode, toStepError } from "../src/kernel/errors.js";
+import { compensationPending, pendingConfirmations, type PendingConfirmation } from "../src/kernel/pending.js";
+import { parseResume, ResumeSchema, type ResumeValue } from "../src/kernel/resume.js";
 import { EventType } from "../src/kernel/events.js";
-import { ActorSchema, ApprovalGivenSchema, ViaSchema } from "../src/kernel/actor.js";
+import { checkEditedArguments } from "../src/skills/edited-arguments.js";
+import { fromAgentInbox, humanInterrupt, type HumanInterruptFields } from "./agent-inbox.js";
 import { emitter } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { Decision, RunState, RunUpdate } from "./state.js";
 
-const DecisionsResumeSchema = z.object({ decisions: z.record(z.string(), DecisionSchema) }).strict();
-const CancelResumeSchema = z.object({ cancel: z.literal(true), reason: z.string().optional() }).strict();
-export const ResumeSchema = z.union([DecisionsResumeSchema, CancelResumeSchema]);
+export {
+  compensationPending,
+  pendingConfirmations,
+  parseResume,
+  ResumeSchema,
+  type PendingConfirmation,
+  type ResumeValue,
+};
 
-/** The resume value parsed against the branch it claims to be, so an error names the field. */
-export function parseResume(raw: unknown) {
-  const claims = raw && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
-  if (claims && "decisions" in claims) return DecisionsResumeSchema.safeParse(raw);
-  if (claims && "cancel" in claims) return CancelResumeSchema.safeParse(raw);
-  return ResumeSchema.safeParse(raw);
-}
-export { compensationPending, type PendingConfirmation };
-export type ResumeValue = z.infer<typeof ResumeSchema>;
-
-
-export interface ConfirmationInterrupt {
+/** Our payload, and (for Agent Inbox, graphs/agent-inbox.ts) the HumanInterrupt fields of its first waiting step. */
+export interface ConfirmationInterrupt extends Partial<HumanInterruptFields> {
   type: "confirmation";
   runId: string;
   pending: PendingConfirmation[];
@@ -45,7 +40,9 @@ export const RESUME_SHAPE =
   "{ decisions: { <stepId>: { decision: 'approve' | 'reject' (in doubt: 'mark_done' with output; failed compensation: 'skip'), arguments?, comment?, round? } } } " +
   "for any subset of the waiting steps, or { cancel: true, reason? }";
 
-type Checked = { ok: true; value: ResumeValue; decisions: Record<string, Decision> } | { ok: false; error: { code: string; message: string } };
+type Checked =
+  | { ok: true; value: ResumeValue; decisions: Record<string, Decision> }
+  | { ok: false; error: { code: string; message: string } };
 
 /**
  * A resume value against what waits. Nothing of a refused value applies: a malformed value, a
@@ -53,16 +50,33 @@ type Checked = { ok: true; value: ResumeValue; decisions: Record<string, Decisio
  * Decisions for steps of the plan that no longer wait are stale (e.g. a repeat): ignored when
  * others apply.
  */
-function checkResume(raw: unknown, stepIds: ReadonlySet<string>, answer: (id: string, d: Decision) => Decision | undefined): Checked {
+function checkResume(
+  raw: unknown,
+  stepIds: ReadonlySet<string>,
+  answer: (id: string, d: Decision) => Decision | undefined,
+): Checked {
   const parsed = parseResume(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? issue.path.join(".") : "resume";
-    return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `${where}: ${issue?.message ?? "invalid"}; expected ${RESUME_SHAPE}` } };
+    return {
+      ok: false,
+      error: {
+        code: ErrorCode.INVALID_DECISION,
+        message: `${where}: ${issue?.message ?? "invalid"}; expected ${RESUME_SHAPE}`,
+      },
+    };
   }
   if ("cancel" in parsed.data) return { ok: true, value: parsed.data, decisions: {} };
   const unknown = Object.keys(parsed.data.decisions).filter((id) => !stepIds.has(id));
-  if (unknown.length) return { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: `decisions.${unknown[0]}: no step "${unknown[0]}" in this plan` } };
+  if (unknown.length)
+    return {
+      ok: false,
+      error: {
+        code: ErrorCode.INVALID_DECISION,
+        message: `decisions.${unknown[0]}: no step "${unknown[0]}" in this plan`,
+      },
+    };
   const decisions: Record<string, Decision> = {};
   for (const [id, d] of Object.entries(parsed.data.decisions)) {
     const a = answer(id, d);
@@ -70,34 +84,37 @@ function checkResume(raw: unknown, stepIds: ReadonlySet<string>, answer: (id: st
   }
   if (!Object.keys(decisions).length) {
     const ids = Object.keys(parsed.data.decisions);
-    return { ok: false, error: { code: ErrorCode.CONFIRMATION_NOT_PENDING, message: ids.length ? `decisions: step "${ids[0]}" is not waiting for this decision (or it names another round)` : "decisions: empty; answer at least one waiting step" } };
+    return {
+      ok: false,
+      error: {
+        code: ErrorCode.CONFIRMATION_NOT_PENDING,
+        message: ids.length
+          ? `decisions: step "${ids[0]}" is not waiting for this decision (or it names another round)`
+          : "decisions: empty; answer at least one waiting step",
+      },
+    };
   }
   return { ok: true, value: parsed.data, decisions };
 }
 
-export function pendingConfirmations(state: Pick<RunState, "steps" | "plan"> & Partial<Pick<RunState, "rollbackBlocked">>): PendingConfirmation[] {
-  const out: PendingConfirmation[] = [];
-  for (const s of state.plan.steps) {
-    const r = state.steps[s.stepId];
-    if (r?.status === "waiting_confirmation") {
-      // waiting to run its fallback skill: the decision is about that skill and its arguments
-      const fb = !r.inDoubt && r.fallbackOf && s.fallback && "skillName" in s.fallback ? s.fallback : undefined;
-      out.push({
-        stepId: s.stepId,
-        skillName: fb ? fb.skillName : s.skillName,
-        arguments: fb ? r.fallbackInput ?? fb.arguments ?? {} : r.input ?? s.arguments,
-        preview: r.preview ?? null,
-        round: r.waitRound ?? 0,
-        ...(r.inDoubt ? { inDoubt: true, kind: "in_doubt" as const } : { kind: "confirmation" as const }),
-        ...(fb ? { fallback: true } : {}),
-      });
+/** Edited arguments are checked as every decision's are (the skill's input schema, src/skills/edited-arguments.ts). */
+function admitted(c: Checked, state: RunState, pending: readonly PendingConfirmation[], env: RuntimeEnv): Checked {
+  if (!c.ok) return c;
+  for (const [id, d] of Object.entries(c.decisions)) {
+    const p = pending.find((x) => x.stepId === id);
+    if (!p || d.decision !== "approve" || !d.arguments) continue;
+    try {
+      checkEditedArguments(id, d.arguments, p, state.plan, env.registry);
+    } catch (e) {
+      const err = e as { code?: string; message?: string };
+      return {
+        ok: false,
+        error: { code: err.code ?? ErrorCode.INVALID_DECISION, message: `decisions.${id}: ${err.message}` },
+      };
     }
   }
-  const b = state.rollbackBlocked;
-  if (b) out.push(compensationPending(state.plan.steps.find((s) => s.stepId === b.stepId)!.skillName, b));
-  return out;
+  return c;
 }
-
 
 export function makeApprovalNode(env: RuntimeEnv) {
   return async function approval(state: RunState, config: LangGraphRunnableConfig): Promise<RunUpdate> {
@@ -122,9 +139,15 @@ export function makeApprovalNode(env: RuntimeEnv) {
       type: "confirmation",
       runId: state.runId,
       pending,
-      resume: { shape: RESUME_SHAPE, example: first ? { decisions: { [first.stepId]: { decision: "approve", comment: "looks right" } } } : { decisions: {} } },
+      ...humanInterrupt(state.runId, pending),
+      resume: {
+        shape: RESUME_SHAPE,
+        example: first
+          ? { decisions: { [first.stepId]: { decision: "approve", comment: "looks right" } } }
+          : { decisions: {} },
+      },
     };
-    const emit = emitter(config, env);
+    const emit = emitter(config, env, state);
     // keyed by every (step, round) waiting: the same step waiting again in a later round (e.g.
     // in doubt after a crash) is a new event, a replay of this very wait is not
     const waitKey = pending.map((p) => `${p.stepId}@${p.round ?? 0}`).join(",");
@@ -139,19 +162,41 @@ export function makeApprovalNode(env: RuntimeEnv) {
       } catch (e) {
         if (!isGraphInterrupt(e)) throw e;
         if (Object.keys(early).length) return { decisions: early, status: "running" };
-        if (!resumeError) emit(EventType.run_waiting_confirmation, undefined, { pending: pending.map((p) => p.stepId), rounds: Object.fromEntries(rounds) }, waitKey);
+        if (!resumeError)
+          emit(
+            EventType.run_waiting_confirmation,
+            undefined,
+            { pending: pending.map((p) => p.stepId), rounds: Object.fromEntries(rounds) },
+            waitKey,
+          );
         throw e;
       }
-      const checked = checkResume(raw, stepIds, answer);
+      // Agent Inbox's answers: ignore leaves every step waiting (the interrupt is raised again)
+      const inbox = fromAgentInbox(raw, pending);
+      if (inbox?.kind === "ignore") continue;
+      const checked: Checked =
+        inbox?.kind === "invalid"
+          ? { ok: false, error: { code: ErrorCode.INVALID_DECISION, message: inbox.message } }
+          : admitted(checkResume(inbox ? inbox.value : raw, stepIds, answer), state, pending, env);
       if (!checked.ok) {
         resumeError = checked.error;
         emit(EventType.resume_rejected, undefined, { ...checked.error }, `${waitKey}#${i}`);
         continue;
       }
       if ("cancel" in checked.value) {
-        return { halt: "cancelled", error: { code: ErrorCode.CANCELLED, message: checked.value.reason ?? "run cancelled" }, status: "running" };
+        const { reason, by, via } = checked.value;
+        return {
+          halt: "cancelled",
+          error: toStepError(cancelError(reason ?? "run cancelled", { by, via })),
+          status: "running",
+        };
       }
-      const decisions: Record<string, Decision> = { ...early, ...checked.decisions };
+      // the runtime's resume values carry each decision's principal; one without came straight to the
+      // graph (LangGraph Studio, the LangGraph SDK): recorded as such
+      const fromGraph = Object.fromEntries(
+        Object.entries(checked.decisions).map(([id, d]) => [id, d.via ? d : { ...d, via: "studio" as const }]),
+      );
+      const decisions: Record<string, Decision> = { ...early, ...fromGraph };
       return { decisions, status: "running" };
     }
   };

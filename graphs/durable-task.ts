@@ -19,7 +19,8 @@ import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 const SCRATCHPAD = "__pregel_scratchpad";
 
-export type TaskKind = "preview" | "preview_fallback" | "step" | "fallback" | "reconcile" | "reconcile_fallback" | "decision" | "compensate";
+export type TaskKind =
+  "preview" | "preview_fallback" | "step" | "fallback" | "reconcile" | "reconcile_fallback" | "decision" | "compensate";
 
 export interface TaskIdentity {
   kind: TaskKind;
@@ -49,7 +50,8 @@ export function taskKey(t: TaskIdentity): { name: string; counter: number } {
 }
 
 export function callDurable<T>(config: LangGraphRunnableConfig, t: TaskIdentity, fn: () => Promise<T>): Promise<T> {
-  const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD] as { callCounter?: number } | undefined;
+  const pad = (config.configurable as Record<string, unknown> | undefined)?.[SCRATCHPAD] as
+    { callCounter?: number } | undefined;
   if (!pad || typeof pad.callCounter !== "number") {
     throw new Error("callDurable must run inside a LangGraph node (no scratchpad found)");
   }
@@ -85,10 +87,14 @@ export function durableTasksInFlight(): number {
 class FanOut {
   private readonly live = new Set<AbortController>();
   constructor(private readonly parent: AbortSignal) {
-    parent.addEventListener("abort", () => {
-      for (const c of this.live) c.abort(parent.reason);
-      this.live.clear();
-    }, { once: true });
+    parent.addEventListener(
+      "abort",
+      () => {
+        for (const c of this.live) c.abort(parent.reason);
+        this.live.clear();
+      },
+      { once: true },
+    );
   }
   child(): AbortController {
     const c = new AbortController();

@@ -3,11 +3,13 @@
  * a clock and randomness (injectable for tests), and a logger.
  */
 import type { SkillLogger } from "../src/skills/contract.js";
+import { runLogger } from "../src/telemetry/log.js";
 import { planBudgetFromEnv, type PlanBudget } from "../src/plan/admission.js";
+import { parseApprovalDefaults, type ApprovalDefaults } from "../src/kernel/approval-policy.js";
 import type { SkillRegistry } from "../src/skills/registry.js";
 import { LRUCache } from "lru-cache";
 import type { CompiledPlan } from "../src/plan/validate.js";
-import { RunControls } from "../src/runtime/controls.js";
+import { RunControls } from "../src/kernel/controls.js";
 import type { IntentLog } from "../src/store/intent-log.js";
 import { Planner, plannerConfigFromEnv } from "../src/planner/index.js";
 import type { RunLimits } from "../src/kernel/limits.js";
@@ -35,6 +37,8 @@ export interface RuntimeEnv {
    * retried per the step's policy), so a hung compensation cannot hold a run forever. @default 60000
    */
   compensationTimeoutMs: number;
+  /** Workspace default approval policies (src/kernel/approval-policy.ts): waits read their expiry from them too. */
+  approvalDefaults?: ApprovalDefaults;
   /** What a model- or agent-written plan may ask for (src/plan/admission.ts). @default planBudgetFromEnv() */
   planBudget: PlanBudget;
   /**
@@ -66,7 +70,12 @@ export function compiledPlanCache(maxBytes = DEFAULT_COMPILED_PLAN_BYTES): LRUCa
 }
 
 /** Compile a run's plan once per process, not once per node execution. */
-export async function compiledFor(env: RuntimeEnv, runId: string, plan: unknown, compile: () => Promise<CompiledPlan>): Promise<CompiledPlan> {
+export async function compiledFor(
+  env: RuntimeEnv,
+  runId: string,
+  plan: unknown,
+  compile: () => Promise<CompiledPlan>,
+): Promise<CompiledPlan> {
   const json = JSON.stringify(plan);
   const hit = env.compiledPlans.get(runId);
   if (hit && hit.json === json) return hit.compiled;
@@ -90,11 +99,12 @@ export function defaultEnv(registry: SkillRegistry, over: Partial<RuntimeEnv> = 
     intents: memoryIntents(),
     now: () => Date.now(),
     random: Math.random,
-    logger: () => silentLogger,
+    logger: (runId, stepId) => runLogger(runId, stepId),
     segmentTasks: 1_000,
     compensationTimeoutMs: 60_000,
     planBudget: over.planBudget ?? planBudgetFromEnv(),
     ...over,
+    approvalDefaults: over.approvalDefaults ?? parseApprovalDefaults(process.env.TOOLCHAIN_APPROVAL_DEFAULTS),
     compiledPlans: over.compiledPlans ?? compiledPlanCache(),
     // configured from the environment unless given (LangGraph Studio, the CLI, the server)
     planner: over.planner ?? new Planner({ registry, config: plannerConfigFromEnv(), now: over.now }),

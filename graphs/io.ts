@@ -9,8 +9,8 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
 import { RunStatus, StepStatus } from "../src/kernel/status.js";
-import type { Admission } from "../src/plan/admission.js";
 import { ToolChainPlanSchema } from "../src/plan/schema.js";
+import type { RunSeed } from "../src/kernel/run-state.js";
 
 const Obj = () => z.record(z.string(), z.unknown());
 
@@ -19,9 +19,19 @@ export const GraphInputSchema = z
     plan: ToolChainPlanSchema.optional().describe(
       "The ToolChainPlan to run: steps with stepId, skillName, arguments, dependsOn (see the README's plan format). Give this or `request`.",
     ),
-    request: z.string().min(1).max(20_000).optional().describe("What to do, in words: the planner node writes the plan (used when no plan is given)."),
+    request: z
+      .string()
+      .min(1)
+      .max(20_000)
+      .optional()
+      .describe("What to do, in words: the planner node writes the plan (used when no plan is given)."),
     // any JSON value, as over the REST API (an object is what references can walk into)
-    context: z.unknown().optional().describe('Facts the steps read through { "$ref": "context.<path>" }, usually an object, e.g. { "table": { "id": "…" } }.'),
+    context: z
+      .unknown()
+      .optional()
+      .describe(
+        'Facts the steps read through { "$ref": "context.<path>" }, usually an object, e.g. { "table": { "id": "…" } }.',
+      ),
     memory: Obj().optional().describe('Initial chain memory, read through { "$ref": "memory.<key>" }.'),
     runId: z.string().min(1).max(200).optional().describe("The run's id (default: the thread id)."),
   })
@@ -36,22 +46,22 @@ export const GraphOutputSchema = z.object({
   plan: ToolChainPlanSchema,
   steps: z.record(
     z.string(),
-    z.looseObject({ status: z.enum(Object.values(StepStatus) as [StepStatus, ...StepStatus[]]), attempts: z.number(), output: z.unknown().optional(), error: ErrorOut.optional() }),
+    z.looseObject({
+      status: z.enum(Object.values(StepStatus) as [StepStatus, ...StepStatus[]]),
+      attempts: z.number(),
+      output: z.unknown().optional(),
+      error: ErrorOut.optional(),
+    }),
   ),
   memory: Obj(),
   error: ErrorOut,
-  planning: z.unknown().nullable().describe("Which planner wrote the plan, its warnings and usage (null when the plan was given)."),
+  planning: z
+    .unknown()
+    .nullable()
+    .describe("Which planner wrote the plan, its warnings and usage (null when the plan was given)."),
 });
 
-/** Run facts only the runtime sets (never from a graph input). */
-export interface RunSeed {
-  workspaceId?: string;
-  /** The workspace's skill allowlist resolved to names; null: every registered skill. */
-  allowedSkills?: string[] | null;
-  createdAt?: string;
-  /** Who wrote the plan, as the runtime admitted it (absent for a bare graph invocation: an agent via Studio). */
-  admission?: Admission;
-}
+export type { RunSeed };
 
 export const SEED_KEY = "toolchain_seed";
 

@@ -23,7 +23,13 @@ export function limitClaims(skill: Skill, args: unknown): LimitClaim[] {
     const k = parsed.success ? skill.serialKey(parsed.data) : undefined;
     if (k !== undefined) claims.push({ kind: "serialKey", name: k, limit: 1 });
   }
-  if (skill.resource) claims.push({ kind: "resource", name: skill.resource.name, limit: skill.resource.limit, ...(skill.resource.perSecond !== undefined ? { perSecond: skill.resource.perSecond } : {}) });
+  if (skill.resource)
+    claims.push({
+      kind: "resource",
+      name: skill.resource.name,
+      limit: skill.resource.limit,
+      ...(skill.resource.perSecond !== undefined ? { perSecond: skill.resource.perSecond } : {}),
+    });
   return claims;
 }
 
@@ -50,10 +56,20 @@ export async function runGated<T>(
   let permit;
   try {
     const workspaceId = await limits.workspaceOf(who.runId);
-    permit = await limits.coordinator.acquire(claims, { ...who, workspaceId }, {
-      signal,
-      onWait: (c) => emit(EventType.step_waiting_for_limit, who.stepId, { attempt: who.attempt, waitingFor: waitingFor(c) }, `${who.attempt}:${c.kind}:${c.name}`),
-    });
+    permit = await limits.coordinator.acquire(
+      claims,
+      { ...who, workspaceId },
+      {
+        signal,
+        onWait: (c) =>
+          emit(
+            EventType.step_waiting_for_limit,
+            who.stepId,
+            { attempt: who.attempt, waitingFor: waitingFor(c) },
+            `${who.attempt}:${c.kind}:${c.name}`,
+          ),
+      },
+    );
   } catch (e) {
     const reason = signal.aborted ? signal.reason : e;
     const error = toStepError(reason);

@@ -1,106 +1,72 @@
 /**
- * The run's graph state: what the checkpointer stores for every run.
+ * The run's graph state: what the checkpointer stores for every run. The field types are declared
+ * once in src/kernel/run-state.ts; this file adds LangGraph's reducers and defaults, and the type
+ * check below fails if the two drift apart.
  */
 import { Annotation } from "@langchain/langgraph";
-import type { Actor, Via } from "../src/kernel/actor.js";
-import type { StepError } from "../src/kernel/errors.js";
-import type { RollbackStatus, RunStatus, StepStatus } from "../src/kernel/status.js";
-import type { Admission } from "../src/plan/admission.js";
-import type { ToolChainPlan } from "../src/plan/schema.js";
-import type { PlannerInfo, PlanWarning, TokenUsage } from "../src/planner/index.js";
+import type { RunState as KernelRunState } from "../src/kernel/run-state.js";
 
-export interface StepRecord {
-  status: StepStatus;
-  attempts: number;
-  input?: unknown;
-  output?: unknown;
-  error?: StepError;
-  preview?: unknown;
-  startedAt?: string;
-  finishedAt?: string;
-  /** Output came from the step's fallback, not from its skill. */
-  usedFallback?: boolean;
-  /** Why a retryable-looking failure was not retried. */
-  retrySuppressed?: string;
-  /** Arguments as approved by a human (possibly edited). */
-  approvedArguments?: Record<string, unknown>;
-  /** Which wait for a decision this is (0 before the first attempt; n after attempt n was in doubt). */
-  waitRound?: number;
-  /** Waiting because the step's outcome after a crash is unknown (decisions: retry / mark_done / fail). */
-  inDoubt?: boolean;
-  rollback?: RollbackStatus;
-  rollbackError?: StepError;
-  /** Compensation attempts so far (all rounds). */
-  rollbackAttempts?: number;
-  /** Attempts of the step's fallback skill so far. */
-  fallbackAttempts?: number;
-  /** The fallback skill's resolved arguments (for its reconcile). */
-  fallbackInput?: unknown;
-  /** Waiting because fallback attempt n is in doubt (approve = retry the fallback). */
-  fallbackInDoubt?: number;
-  /**
-   * The step's own skill failed for good with this error and its fallback skill is what runs (or
-   * waits for confirmation) now. Set from the moment the fallback phase begins.
-   */
-  fallbackOf?: StepError;
-  /** Arguments of the fallback skill as approved by a person (possibly edited). */
-  fallbackApprovedArguments?: Record<string, unknown>;
-}
+export type {
+  Decision,
+  PlanningRecord,
+  RedriveRecord,
+  RollbackAction,
+  RollbackBlock,
+  StepRecord,
+} from "../src/kernel/run-state.js";
 
-/** Strict rollback stopped at a failed compensation; an operator decides what happens next. */
-export interface RollbackBlock {
-  stepId: string;
-  round: number;
-  error: StepError;
-}
-export type RollbackAction = "retry" | "skip" | "stop";
-
-export type { Decision } from "../src/kernel/decision.js";
-import type { Decision } from "../src/kernel/decision.js";
-
-/** Which planner wrote the run's plan (absent when the caller gave the plan). */
-export interface PlanningRecord extends PlannerInfo {
-  warnings: PlanWarning[];
-  usage?: TokenUsage;
-  repairRounds: number;
-  durationMs: number;
-}
+type F<K extends keyof KernelRunState> = KernelRunState[K];
 
 const merge = <T extends object>(a: T, b: T | undefined): T => (b ? { ...a, ...b } : a);
 
 export const RunStateAnnotation = Annotation.Root({
-  runId: Annotation<string>,
+  runId: Annotation<F<"runId">>,
   /** The validated plan (defaults applied). Absent in the input when the planner node writes it from `request`. */
-  plan: Annotation<ToolChainPlan>,
+  plan: Annotation<F<"plan">>,
   /** What to do, in words: the planner node plans it when no plan is given. */
-  request: Annotation<string | undefined>,
+  request: Annotation<F<"request">>,
   /** Skills the planner may use (the workspace allowlist, resolved to names); absent: every registered skill. */
-  allowedSkills: Annotation<string[] | null | undefined>,
+  allowedSkills: Annotation<F<"allowedSkills">>,
   /** Who wrote the plan and what admission changed (src/plan/admission.ts); set by the planner node. */
-  admission: Annotation<Admission | null>({ reducer: (_a, b) => b, default: () => null }),
+  admission: Annotation<F<"admission">>({ reducer: (_a, b) => b, default: () => null }),
   /** Set by the planner node when it wrote the plan. */
-  planning: Annotation<PlanningRecord | null>({ reducer: (_a, b) => b, default: () => null }),
-  context: Annotation<unknown>,
+  planning: Annotation<F<"planning">>({ reducer: (_a, b) => b, default: () => null }),
+  context: Annotation<F<"context">>,
   /** The run's workspace, for skills (SkillContext.workspaceId); absent in runs started before it existed. */
-  workspaceId: Annotation<string | undefined>,
-  memory: Annotation<Record<string, unknown>>({ reducer: merge, default: () => ({}) }),
-  steps: Annotation<Record<string, StepRecord>>({ reducer: merge, default: () => ({}) }),
+  workspaceId: Annotation<F<"workspaceId">>,
+  memory: Annotation<F<"memory">>({ reducer: merge, default: () => ({}) }),
+  steps: Annotation<F<"steps">>({ reducer: merge, default: () => ({}) }),
   /** Step ids in the order they completed: compensation walks it backwards. */
-  completionOrder: Annotation<string[]>({ reducer: (a, b) => (b?.length ? a.concat(b) : a), default: () => [] }),
-  decisions: Annotation<Record<string, Decision>>({ reducer: merge, default: () => ({}) }),
-  status: Annotation<RunStatus>,
-  error: Annotation<StepError | null>({ reducer: (_a, b) => b, default: () => null }),
+  completionOrder: Annotation<F<"completionOrder">>({
+    reducer: (a, b) => (b?.length ? a.concat(b) : a),
+    default: () => [],
+  }),
+  decisions: Annotation<F<"decisions">>({ reducer: merge, default: () => ({}) }),
+  status: Annotation<F<"status">>,
+  error: Annotation<F<"error">>({ reducer: (_a, b) => b, default: () => null }),
   /** Why the scheduler stopped launching: compensation runs when set. */
-  halt: Annotation<"fail_fast" | "deadline" | "cancelled" | null>({ reducer: (_a, b) => b, default: () => null }),
-  rollbackBlocked: Annotation<RollbackBlock | null>({ reducer: (_a, b) => b, default: () => null }),
-  rollbackDecision: Annotation<{ stepId: string; action: RollbackAction } | null>({ reducer: (_a, b) => b, default: () => null }),
+  halt: Annotation<F<"halt">>({ reducer: (_a, b) => b, default: () => null }),
+  rollbackBlocked: Annotation<F<"rollbackBlocked">>({ reducer: (_a, b) => b, default: () => null }),
+  rollbackDecision: Annotation<F<"rollbackDecision">>({
+    reducer: (_a, b) => b,
+    default: () => null,
+  }),
   /** The scheduler drained after env.segmentTasks tasks and must run again. */
-  segmentEnded: Annotation<boolean>({ reducer: (_a, b) => b, default: () => false }),
+  segmentEnded: Annotation<F<"segmentEnded">>({ reducer: (_a, b) => b, default: () => false }),
+  /** Each skill's version as the run was planned against it (src/skills/version.ts). */
+  skillVersions: Annotation<F<"skillVersions">>({ reducer: (a, b) => b ?? a, default: () => null }),
+  /** Each redrive of the run, in order (graphs/redrive.ts). */
+  redrives: Annotation<F<"redrives">>({ reducer: (a, b) => (b?.length ? a.concat(b) : a), default: () => [] }),
   /** Execution time used so far (time waiting for a human does not count against the deadline). */
-  elapsedMs: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }),
-  createdAt: Annotation<string>,
-  updatedAt: Annotation<string>({ reducer: (_a, b) => b, default: () => new Date(0).toISOString() }),
+  elapsedMs: Annotation<F<"elapsedMs">>({ reducer: (_a, b) => b, default: () => 0 }),
+  createdAt: Annotation<F<"createdAt">>,
+  updatedAt: Annotation<F<"updatedAt">>({ reducer: (_a, b) => b, default: () => new Date(0).toISOString() }),
 });
 
 export type RunState = typeof RunStateAnnotation.State;
 export type RunUpdate = typeof RunStateAnnotation.Update;
+
+// drift check: the annotation's state is exactly the kernel's RunState
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const stateMatchesKernel: Same<RunState, KernelRunState> = true;
+void stateMatchesKernel;

@@ -1,19 +1,21 @@
 /**
- * The toolchain graph: planner -> scheduler <-> approval, scheduler -> compensation (<->
- * rollback_approval in strict mode) -> observer.
+ * The toolchain graph: START -> (planner, for a request) -> scheduler <-> approval, scheduler ->
+ * compensation (<-> rollback_approval in strict mode). No node of its own ends a run: the node
+ * whose superstep ends it writes the final status and terminal event (graphs/finish.ts), so a
+ * one-step run given its plan is one superstep, like a one-node LangGraph graph.
  * Steps are not nodes: they are durable tasks launched by the scheduler node (one per attempt),
  * so successors start the moment their dependencies finish (no superstep barrier).
  */
-import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { coreSkills } from "../skills/core/index.js";
 import { MemoryTableStore } from "../skills/qtable/memory-store.js";
 import { qtableSkills } from "../skills/qtable/index.js";
 import { SkillRegistry } from "../src/skills/registry.js";
 import { makeApprovalNode } from "./approval-node.js";
-import { makeCompensationNode } from "./compensation-node.js";
+import { makeCompensationNode } from "./compensation/index.js";
+import { eventsBeforeWrites } from "./emit.js";
 import { defaultEnv, type RuntimeEnv } from "./env.js";
-import { makeObserverNode } from "./observer-node.js";
-import { makePlannerNode } from "./planner-node.js";
+import { makePlannerNode, requestOf } from "./planner-node.js";
 import { makeRollbackApprovalNode } from "./rollback-approval-node.js";
 import { makeSchedulerNode } from "./scheduler/index.js";
 import { GraphInputSchema, GraphOutputSchema } from "./io.js";
@@ -21,19 +23,26 @@ import { RunStateAnnotation, type RunState } from "./state.js";
 
 // Named routers: the graph drawing (Studio, getGraph()) and stack traces show these names.
 
-export function afterPlanner(state: RunState): "scheduler" | "observer" {
-  return state.status === "failed" ? "observer" : "scheduler";
+export function entry(state: RunState): "planner" | "scheduler" {
+  // a given plan (or nothing to plan: the scheduler fails the run with the code) skips planning
+  return requestOf(state) === undefined ? "scheduler" : "planner";
 }
 
-export function afterScheduler(state: RunState): "scheduler" | "approval" | "compensation" | "observer" {
+export function afterPlanner(state: RunState): "scheduler" | typeof END {
+  // a planner that failed ended the run in its own superstep
+  return state.status === "failed" ? END : "scheduler";
+}
+
+// The scheduler and the compensation node end the run themselves exactly when these send it to END.
+export function afterScheduler(state: RunState): "scheduler" | "approval" | "compensation" | typeof END {
   if (state.halt) return "compensation";
   if (state.segmentEnded) return "scheduler";
   if (state.status === "waiting_confirmation") return "approval";
-  return "observer";
+  return END;
 }
 
-export function afterCompensation(state: RunState): "rollback_approval" | "observer" {
-  return state.rollbackBlocked ? "rollback_approval" : "observer";
+export function afterCompensation(state: RunState): "rollback_approval" | typeof END {
+  return state.rollbackBlocked ? "rollback_approval" : END;
 }
 
 export function afterRollbackApproval(state: RunState): "compensation" | "rollback_approval" {
@@ -43,20 +52,20 @@ export function afterRollbackApproval(state: RunState): "compensation" | "rollba
 export function buildToolchainGraph(env: RuntimeEnv) {
   // explicit input and output schemas: only `{ plan | request, context?, memory?, runId? }` of an
   // input reaches state (graphs/io.ts), and Studio's form is generated from them
+  // every node's events are stored before its writes (graphs/emit.ts)
+  const node = <U>(n: (s: RunState, c: LangGraphRunnableConfig) => Promise<U>) => eventsBeforeWrites(env, n);
   return new StateGraph({ state: RunStateAnnotation, input: GraphInputSchema, output: GraphOutputSchema })
-    .addNode("planner", makePlannerNode(env))
-    .addNode("scheduler", makeSchedulerNode(env))
-    .addNode("approval", makeApprovalNode(env))
-    .addNode("compensation", makeCompensationNode(env))
-    .addNode("rollback_approval", makeRollbackApprovalNode(env))
-    .addNode("observer", makeObserverNode(env))
-    .addEdge(START, "planner")
-    .addConditionalEdges("planner", afterPlanner, ["scheduler", "observer"])
-    .addConditionalEdges("scheduler", afterScheduler, ["scheduler", "approval", "compensation", "observer"])
+    .addNode("planner", node(makePlannerNode(env)))
+    .addNode("scheduler", node(makeSchedulerNode(env)))
+    .addNode("approval", node(makeApprovalNode(env)))
+    .addNode("compensation", node(makeCompensationNode(env)))
+    .addNode("rollback_approval", node(makeRollbackApprovalNode(env)))
+    .addConditionalEdges(START, entry, ["planner", "scheduler"])
+    .addConditionalEdges("planner", afterPlanner, ["scheduler", END])
+    .addConditionalEdges("scheduler", afterScheduler, ["scheduler", "approval", "compensation", END])
     .addEdge("approval", "scheduler")
-    .addConditionalEdges("compensation", afterCompensation, ["rollback_approval", "observer"])
-    .addConditionalEdges("rollback_approval", afterRollbackApproval, ["compensation", "rollback_approval"])
-    .addEdge("observer", END);
+    .addConditionalEdges("compensation", afterCompensation, ["rollback_approval", END])
+    .addConditionalEdges("rollback_approval", afterRollbackApproval, ["compensation", "rollback_approval"]);
 }
 
 export function compileToolchainGraph(env: RuntimeEnv, checkpointer?: BaseCheckpointSaver) {
@@ -69,4 +78,6 @@ export function compileToolchainGraph(env: RuntimeEnv, checkpointer?: BaseCheckp
  * live in its process), so the README's approval-system chain and `{ request }` inputs planned by
  * the fallback planner run there as they do through the API.
  */
-export const graph = compileToolchainGraph(defaultEnv(new SkillRegistry([...coreSkills, ...qtableSkills({ store: new MemoryTableStore() })])));
+export const graph = compileToolchainGraph(
+  defaultEnv(new SkillRegistry([...coreSkills, ...qtableSkills({ store: new MemoryTableStore() })])),
+);

@@ -18,10 +18,28 @@ export const CONSOLE_DIST = join(root, "console", "dist");
 
 /** The bundle's files: name → content. */
 export async function buildConsole(): Promise<Map<string, string>> {
-  const common = { bundle: true, minify: true, write: false, logLevel: "silent", legalComments: "eof", charset: "utf8", absWorkingDir: root } as const;
+  const common = {
+    bundle: true,
+    minify: true,
+    write: false,
+    logLevel: "silent",
+    legalComments: "eof",
+    charset: "utf8",
+    absWorkingDir: root,
+  } as const;
   const [js, css] = await Promise.all([
-    build({ ...common, entryPoints: [join(root, "console/src/main.ts")], format: "esm", target: ["es2022", "chrome110", "firefox110", "safari16"], outfile: join(CONSOLE_DIST, "console.js") }),
-    build({ ...common, entryPoints: [join(root, "console/src/styles.css")], outfile: join(CONSOLE_DIST, "console.css") }),
+    build({
+      ...common,
+      entryPoints: [join(root, "console/src/main.ts")],
+      format: "esm",
+      target: ["es2022", "chrome110", "firefox110", "safari16"],
+      outfile: join(CONSOLE_DIST, "console.js"),
+    }),
+    build({
+      ...common,
+      entryPoints: [join(root, "console/src/styles.css")],
+      outfile: join(CONSOLE_DIST, "console.css"),
+    }),
   ]);
   const out = new Map<string, string>();
   for (const f of [...js.outputFiles, ...css.outputFiles]) out.set(relative(CONSOLE_DIST, f.path), f.text);
@@ -55,6 +73,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   } else {
     await mkdir(CONSOLE_DIST, { recursive: true });
     for (const [name, text] of await buildConsole()) await writeFile(join(CONSOLE_DIST, name), text);
-    console.log(`console/dist written (${[...(await buildConsole()).entries()].map(([n, t]) => `${n} ${(t.length / 1024).toFixed(1)} KiB`).join(", ")})`);
+    console.log(
+      `console/dist written (${[...(await buildConsole()).entries()].map(([n, t]) => `${n} ${(t.length / 1024).toFixed(1)} KiB`).join(", ")})`,
+    );
   }
 }

@@ -1,10 +1,28 @@
 /** Public API of the toolchain runtime. */
 export { createRuntime, Runtime, type RuntimeOptions, type RunOptions, type RunHandle } from "./runtime/runtime.js";
-export { DECISION_VALUES, DecisionSchema, type Decision, type DecisionValue, type ConfirmInput } from "./kernel/decision.js";
-export type { RunView, StepView } from "./runtime/view.js";
-export { defineSkill, type Skill, type SkillContext, type SideEffects, type CompensationContext } from "./skills/contract.js";
+export {
+  DECISION_VALUES,
+  DecisionSchema,
+  type Decision,
+  type DecisionValue,
+  type ConfirmInput,
+} from "./kernel/decision.js";
+export type { RunView, StepView } from "./kernel/run-view.js";
+export {
+  defineSkill,
+  type Skill,
+  type SkillContext,
+  type SideEffects,
+  type CompensationContext,
+} from "./skills/contract.js";
 export { SkillRegistry, type SkillManifestEntry } from "./skills/registry.js";
-export { ToolChainPlanSchema, ToolChainStepSchema, type ToolChainPlan, type ToolChainPlanInput, type ToolChainStep } from "./plan/schema.js";
+export {
+  ToolChainPlanSchema,
+  ToolChainStepSchema,
+  type ToolChainPlan,
+  type ToolChainPlanInput,
+  type ToolChainStep,
+} from "./plan/schema.js";
 export { compilePlan, PlanValidationError, type CompiledPlan, type PlanIssue } from "./plan/validate.js";
 export { exportPlanGraph, type PlanGraph } from "./plan/graph-export.js";
 export { ErrorCode, ToolchainError, type StepError } from "./kernel/errors.js";
@@ -50,5 +68,20 @@ export {
   type TokenUsage,
 } from "./planner/index.js";
 export { modelTaskSplitter } from "./planner/task-splitter.js";
-export { createToolChainTools, toolCallRunId, type ToolChainToolsOptions, type RunToolChainOutput, type WaitingAnswer, type ToolChainErrorResult } from "./tools/langchain.js";
-export { ToolChainResumeSchema, type ToolChainInterrupt, type ToolChainResume, type ToolChainDecision, type AgentRunResult, type AgentPendingStep } from "./tools/agent-confirmation.js";
+export { modelTaskEstimator } from "./planner/task-estimator.js";
+export {
+  createToolChainTools,
+  toolCallRunId,
+  type ToolChainToolsOptions,
+  type RunToolChainOutput,
+  type WaitingAnswer,
+  type ToolChainErrorResult,
+} from "./tools/langchain.js";
+export {
+  ToolChainResumeSchema,
+  type ToolChainInterrupt,
+  type ToolChainResume,
+  type ToolChainDecision,
+  type AgentRunResult,
+  type AgentPendingStep,
+} from "./tools/agent-confirmation.js";

@@ -8,13 +8,28 @@ import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
-import { Command, END, MemorySaver, MessagesAnnotation, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import {
+  Command,
+  END,
+  MemorySaver,
+  MessagesAnnotation,
+  START,
+  StateGraph,
+  type BaseCheckpointSaver,
+} from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { createAgent } from "langchain";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { planToolChainTool, RUN_TOOL_CHAIN_DESCRIPTION } from "../src/tools/definitions.js";
-import { coreSkills, createToolChainTools, Planner, SkillRegistry, toolCallRunId, type ToolChainInterrupt } from "../src/index.js";
+import {
+  coreSkills,
+  createToolChainTools,
+  Planner,
+  SkillRegistry,
+  toolCallRunId,
+  type ToolChainInterrupt,
+} from "../src/index.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { Runtime } from "../src/runtime/runtime.js";
 import { PgRunStore } from "../src/store/pg-run-store.js";
@@ -41,7 +56,12 @@ const twoApprovals = (title: string) => ({
     { stepId: "prep", skillName: "core.pass", arguments: { value: title } },
     { stepId: "pubA", skillName: "test.publish", dependsOn: ["prep"], arguments: { title: { $ref: "steps.prep" } } },
     { stepId: "pubB", skillName: "test.publish", dependsOn: ["prep"], arguments: { title: `${title}-b` } },
-    { stepId: "after", skillName: "core.pass", dependsOn: ["pubA", "pubB"], arguments: { value: { a: { $ref: "steps.pubA.published" }, b: { $ref: "steps.pubB.published" } } } },
+    {
+      stepId: "after",
+      skillName: "core.pass",
+      dependsOn: ["pubA", "pubB"],
+      arguments: { value: { a: { $ref: "steps.pubA.published" }, b: { $ref: "steps.pubB.published" } } },
+    },
   ],
 });
 /** an effect, an approved publish, then a failure: fail_fast compensates both */
@@ -59,10 +79,17 @@ const lastToolJson = (messages: BaseMessage[]) => {
   const t = [...messages].reverse().find((m) => ToolMessage.isInstance(m));
   return JSON.parse(String(t!.content)) as Record<string, any>;
 };
-const callTool = (name: string, args: Record<string, unknown>, id: string) => new AIMessage({ content: "", tool_calls: [{ name, args, id, type: "tool_call" }] });
+const callTool = (name: string, args: Record<string, unknown>, id: string) =>
+  new AIMessage({ content: "", tool_calls: [{ name, args, id, type: "tool_call" }] });
 const model4Schemas = (tools: Tools) =>
-  Object.fromEntries(tools.map((t) => [t.name, convertToOpenAITool(t).function.parameters as { properties: Record<string, unknown>; required?: string[] }]));
-const interruptsOf = (out: { __interrupt__?: { value: unknown }[] }) => (out.__interrupt__ ?? []).map((i) => i.value as ToolChainInterrupt);
+  Object.fromEntries(
+    tools.map((t) => [
+      t.name,
+      convertToOpenAITool(t).function.parameters as { properties: Record<string, unknown>; required?: string[] },
+    ]),
+  );
+const interruptsOf = (out: { __interrupt__?: { value: unknown }[] }) =>
+  (out.__interrupt__ ?? []).map((i) => i.value as ToolChainInterrupt);
 
 describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-embedded"}`, () => {
   let o: OpenedRuntime;
@@ -87,7 +114,15 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       },
     });
     schema = freshSchema("agent");
-    o = await openRuntime({ skills: registry, planner, qtable: false, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 4 });
+    o = await openRuntime({
+      skills: registry,
+      planner,
+      qtable: false,
+      databaseUrl: serverUrl,
+      dataDir: ":memory:",
+      schema,
+      poolSize: 4,
+    });
   });
   afterAll(async () => {
     if (!o) return;
@@ -99,7 +134,13 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
   const effects = (runId: string, stepId: string) => ledger.effects.get(`${runId}:${stepId}`) ?? 0;
   const undos = (runId: string, stepId: string) => ledger.compensations.get(`${runId}:${stepId}:compensate`) ?? 0;
   const runsIn = async (workspaceId: string) =>
-    Number((await o.db.pool.query(`SELECT count(*)::int AS n FROM "${schema}".tool_chain_runs WHERE workspace_id = $1`, [workspaceId])).rows[0].n);
+    Number(
+      (
+        await o.db.pool.query(`SELECT count(*)::int AS n FROM "${schema}".tool_chain_runs WHERE workspace_id = $1`, [
+          workspaceId,
+        ])
+      ).rows[0].n,
+    );
 
   /** The two ways an agent meets the tools: LangGraph's ToolNode in a StateGraph, and createAgent. */
   const graphs: { name: string; build(model: ReturnType<typeof fakeModel>, tools: Tools): Invoke }[] = [
@@ -149,7 +190,17 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
           type: "tool_chain_confirmation",
           tool: "run_tool_chain",
           goal: "publish launch note",
-          pending: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "launch note" }, preview: { willPublish: "launch note" }, kind: "confirmation", round: 0, decisions: ["approve", "reject"] }],
+          pending: [
+            {
+              stepId: "pub",
+              skillName: "test.publish",
+              arguments: { title: "launch note" },
+              preview: { willPublish: "launch note" },
+              kind: "confirmation",
+              round: 0,
+              decisions: ["approve", "reject"],
+            },
+          ],
           resume: { example: { decisions: { pub: { decision: "approve" } } } },
         });
         expect(ask!.resume.shape).toContain("decisions");
@@ -161,10 +212,17 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
         // the runtime's own view of the run, outside the agent, agrees (its graph did not run in the agent's namespace)
         expect((await o.runtime.getRun(runId)).status).toBe("waiting_confirmation");
 
-        const done = await invoke(new Command({ resume: { decisions: { pub: { decision: "approve", comment: "looks right" } } } }));
+        const done = await invoke(
+          new Command({ resume: { decisions: { pub: { decision: "approve", comment: "looks right" } } } }),
+        );
         expect(interruptsOf(done)).toEqual([]);
         const answer = lastToolJson(done.messages);
-        expect(answer).toMatchObject({ runId, status: "completed", pending: [], outputs: { pub: { published: "launch note" } } });
+        expect(answer).toMatchObject({
+          runId,
+          status: "completed",
+          pending: [],
+          outputs: { pub: { published: "launch note" } },
+        });
         expect(done.messages.at(-1)!.content).toBe("The chain ended completed.");
         // the model read the tool's result
         expect(String(model.calls.at(-1)!.messages.at(-1)!.content)).toContain('"status":"completed"');
@@ -186,7 +244,9 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
         expect(first[0]!.pending.map((p) => p.stepId).sort()).toEqual(["pubA", "pubB"]);
         const runId = first[0]!.runId;
 
-        const second = interruptsOf(await invoke(new Command({ resume: { decisions: { pubA: { decision: "approve" } } } })));
+        const second = interruptsOf(
+          await invoke(new Command({ resume: { decisions: { pubA: { decision: "approve" } } } })),
+        );
         expect(second).toHaveLength(1);
         expect(second[0]!.pending.map((p) => p.stepId)).toEqual(["pubB"]);
         expect(second[0]!.steps.find((s) => s.stepId === "pubA")).toMatchObject({ status: "completed" });
@@ -195,7 +255,11 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
 
         const done = await invoke(new Command({ resume: { decisions: { pubB: { decision: "approve" } } } }));
         expect(interruptsOf(done)).toEqual([]);
-        expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed", outputs: { after: { a: "doc", b: "doc-b" } } });
+        expect(lastToolJson(done.messages)).toMatchObject({
+          runId,
+          status: "completed",
+          outputs: { after: { a: "doc", b: "doc-b" } },
+        });
         expect([effects(runId, "pubA"), effects(runId, "pubB")]).toEqual([1, 1]);
         expect(await runsIn(ws)).toBe(1);
       });
@@ -208,9 +272,21 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
           .respond((messages) => new AIMessage(`done: ${lastToolJson(messages).status}`));
         const invoke = g.build(model, tools);
         const [ask] = interruptsOf(await invoke({ messages: [new HumanMessage("publish memo twice")] }));
-        const done = await invoke(new Command({ resume: { decisions: { pubA: { decision: "approve" }, pubB: { decision: "approve", arguments: { title: "memo-fixed" } } } } }));
+        const done = await invoke(
+          new Command({
+            resume: {
+              decisions: {
+                pubA: { decision: "approve" },
+                pubB: { decision: "approve", arguments: { title: "memo-fixed" } },
+              },
+            },
+          }),
+        );
         expect(interruptsOf(done)).toEqual([]);
-        expect(lastToolJson(done.messages)).toMatchObject({ status: "completed", outputs: { after: { a: "memo", b: "memo-fixed" } } });
+        expect(lastToolJson(done.messages)).toMatchObject({
+          status: "completed",
+          outputs: { after: { a: "memo", b: "memo-fixed" } },
+        });
         expect([effects(ask!.runId, "pubA"), effects(ask!.runId, "pubB")]).toEqual([1, 1]);
       });
 
@@ -219,16 +295,26 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
         const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
         const model = fakeModel()
           .respondWithTools([{ name: "run_tool_chain", args: { plan: oneApproval("draft") }, id: "call_rej" }])
-          .respond((messages) => new AIMessage(`not published: ${lastToolJson(messages).steps.find((s: { stepId: string }) => s.stepId === "pub").error.code}`));
+          .respond(
+            (messages) =>
+              new AIMessage(
+                `not published: ${lastToolJson(messages).steps.find((s: { stepId: string }) => s.stepId === "pub").error.code}`,
+              ),
+          );
         const invoke = g.build(model, tools);
         const [ask] = interruptsOf(await invoke({ messages: [new HumanMessage("publish the draft")] }));
-        const done = await invoke(new Command({ resume: { decisions: { pub: { decision: "reject", comment: "not yet" } } } }));
+        const done = await invoke(
+          new Command({ resume: { decisions: { pub: { decision: "reject", comment: "not yet" } } } }),
+        );
         const seen = model.calls.at(-1)!.messages.at(-1)!;
         expect(ToolMessage.isInstance(seen)).toBe(true);
         expect((seen as ToolMessage).status).toBe("success");
         const result = JSON.parse(String(seen.content));
         expect(result).toMatchObject({ runId: ask!.runId, status: "failed", pending: [] });
-        expect(result.steps.find((s: { stepId: string }) => s.stepId === "pub")).toMatchObject({ status: "failed", error: { code: "REJECTED" } });
+        expect(result.steps.find((s: { stepId: string }) => s.stepId === "pub")).toMatchObject({
+          status: "failed",
+          error: { code: "REJECTED" },
+        });
         expect(done.messages.at(-1)!.content).toBe("not published: REJECTED");
         expect(effects(ask!.runId, "pub")).toBe(0);
       });
@@ -251,7 +337,9 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
         expect(step("pub").status).toBe("rolled_back");
         expect(step("write").status).toBe("rolled_back");
         expect(done.messages.at(-1)!.content).toBe("chain rolled_back");
-        expect([effects(runId, "write"), effects(runId, "pub"), undos(runId, "write"), undos(runId, "pub")]).toEqual([1, 1, 1, 1]);
+        expect([effects(runId, "write"), effects(runId, "pub"), undos(runId, "write"), undos(runId, "pub")]).toEqual([
+          1, 1, 1, 1,
+        ]);
       });
 
       test("a resume value that does not parse is refused with resumeError and nothing is applied; the tool re-runs without a second chain", async () => {
@@ -265,9 +353,17 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
         const runId = ask!.runId;
         const bad: [unknown, string, RegExp][] = [
           ["approve", "INVALID_DECISION", /does not match/],
-          [{ decisions: { nope: { decision: "approve" } } }, "CONFIRMATION_NOT_PENDING", /step "nope" is not waiting.*waiting: pub/],
+          [
+            { decisions: { nope: { decision: "approve" } } },
+            "CONFIRMATION_NOT_PENDING",
+            /step "nope" is not waiting.*waiting: pub/,
+          ],
           [{ decisions: { pub: { decision: "yes" } } }, "INVALID_DECISION", /decision/],
-          [{ decisions: { pub: { decision: "mark_done" } } }, "INVALID_DECISION", /confirmation decision: approve, reject; got mark_done/],
+          [
+            { decisions: { pub: { decision: "mark_done" } } },
+            "INVALID_DECISION",
+            /confirmation decision: approve, reject; got mark_done/,
+          ],
           [{ decisions: {} }, "INVALID_DECISION", /no decisions/],
         ];
         for (const [value, code, message] of bad) {
@@ -278,8 +374,16 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
           expect((await o.runtime.getRun(runId)).status).toBe("waiting_confirmation");
         }
         // corrected arguments that fail the skill's schema: refused by the runtime's confirm, asked again
-        const wrongArgs = interruptsOf(await invoke(new Command({ resume: { decisions: { pub: { decision: "approve", arguments: { title: 42 } } } } })));
-        expect(wrongArgs[0]).toMatchObject({ runId, pending: [{ stepId: "pub" }], resumeError: { code: "INVALID_ARGUMENTS" } });
+        const wrongArgs = interruptsOf(
+          await invoke(
+            new Command({ resume: { decisions: { pub: { decision: "approve", arguments: { title: 42 } } } } }),
+          ),
+        );
+        expect(wrongArgs[0]).toMatchObject({
+          runId,
+          pending: [{ stepId: "pub" }],
+          resumeError: { code: "INVALID_ARGUMENTS" },
+        });
         expect(effects(runId, "pub")).toBe(0);
         const done = await invoke(new Command({ resume: { decisions: { pub: { decision: "approve" } } } }));
         expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed" });
@@ -310,7 +414,17 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
   test("an agent run that dies while its chain runs is continued from its checkpoint: the re-executed tool follows the same run", async () => {
     const ws = `ws-abort-${freshSchema()}`;
     const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
-    const plan = { steps: [{ stepId: "slow", skillName: "test.effect", arguments: { label: "slow", ms: 1_500 } }, { stepId: "after", skillName: "core.pass", dependsOn: ["slow"], arguments: { value: { $ref: "steps.slow.label" } } }] };
+    const plan = {
+      steps: [
+        { stepId: "slow", skillName: "test.effect", arguments: { label: "slow", ms: 1_500 } },
+        {
+          stepId: "after",
+          skillName: "core.pass",
+          dependsOn: ["slow"],
+          arguments: { value: { $ref: "steps.slow.label" } },
+        },
+      ],
+    };
     const model = fakeModel()
       .respondWithTools([{ name: "run_tool_chain", args: { plan }, id: "call_slow" }])
       .respond((messages) => new AIMessage(`done: ${lastToolJson(messages).status}`));
@@ -319,14 +433,19 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     const threadId = `abort-${freshSchema()}`;
     // the agent's process "dies" (its invocation is aborted) while the chain's slow step runs
     const stop = new AbortController();
-    const first = agent.invoke({ messages: [new HumanMessage("run the slow chain")] }, { configurable: { thread_id: threadId }, signal: stop.signal });
+    const first = agent.invoke(
+      { messages: [new HumanMessage("run the slow chain")] },
+      { configurable: { thread_id: threadId }, signal: stop.signal },
+    );
     const runId = toolCallRunId(ws, threadId, "call_slow");
     for (let i = 0; i < 200 && effects(runId, "slow") === 0; i++) await new Promise((r) => setTimeout(r, 25));
     expect(effects(runId, "slow")).toBe(1);
     stop.abort(new Error("agent process stopped"));
     await expect(first).rejects.toThrow();
     // continued from the checkpoint: LangGraph runs the tool again from its start
-    const done = (await agent.invoke(null as never, { configurable: { thread_id: threadId } })) as { messages: BaseMessage[] };
+    const done = (await agent.invoke(null as never, { configurable: { thread_id: threadId } })) as {
+      messages: BaseMessage[];
+    };
     expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed", outputs: { after: "slow" } });
     expect(done.messages.at(-1)!.content).toBe("done: completed");
     expect(effects(runId, "slow")).toBe(1);
@@ -337,12 +456,18 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     const ws = `ws-cancel-${freshSchema()}`;
     const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
     const model = fakeModel()
-      .respondWithTools([{ name: "run_tool_chain", args: { plan: failsAfterApproval("cancelled") }, id: "call_cancel" }])
+      .respondWithTools([
+        { name: "run_tool_chain", args: { plan: failsAfterApproval("cancelled") }, id: "call_cancel" },
+      ])
       .respond((messages) => new AIMessage(`chain ${lastToolJson(messages).status}`));
     const invoke = graphs[1]!.build(model, tools);
     const [ask] = interruptsOf(await invoke({ messages: [new HumanMessage("publish, then maybe cancel")] }));
     const done = await invoke(new Command({ resume: { cancel: true, reason: "changed my mind" } }));
-    expect(lastToolJson(done.messages)).toMatchObject({ runId: ask!.runId, status: "cancelled", error: { code: "CANCELLED", message: "changed my mind" } });
+    expect(lastToolJson(done.messages)).toMatchObject({
+      runId: ask!.runId,
+      status: "cancelled",
+      error: { code: "CANCELLED", message: "changed my mind" },
+    });
     expect([effects(ask!.runId, "write"), undos(ask!.runId, "write"), effects(ask!.runId, "pub")]).toEqual([1, 1, 0]);
   });
 
@@ -356,12 +481,18 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     const [ask] = interruptsOf(await invoke({ messages: [new HumanMessage("publish shared twice")] }));
     const runId = ask!.runId;
     // someone approves pubA through the API (same durable path) while the agent's question is open
-    await (await o.runtime.confirm(runId, { stepId: "pubA", decision: "approve", round: 0 })).result;
+    await (
+      await o.runtime.confirm(runId, { stepId: "pubA", decision: "approve", round: 0 })
+    ).result;
     expect(effects(runId, "pubA")).toBe(1);
     // the agent's user, looking at the old question, rejects pubA: too late for that wait
     const again = interruptsOf(await invoke(new Command({ resume: { decisions: { pubA: { decision: "reject" } } } })));
     expect(again).toHaveLength(1);
-    expect(again[0]).toMatchObject({ runId, pending: [{ stepId: "pubB" }], resumeError: { code: "CONFIRMATION_NOT_PENDING" } });
+    expect(again[0]).toMatchObject({
+      runId,
+      pending: [{ stepId: "pubB" }],
+      resumeError: { code: "CONFIRMATION_NOT_PENDING" },
+    });
     expect(again[0]!.steps.find((s) => s.stepId === "pubA")).toMatchObject({ status: "completed" });
     const done = await invoke(new Command({ resume: { decisions: { pubB: { decision: "approve" } } } }));
     expect(lastToolJson(done.messages)).toMatchObject({ runId, status: "completed" });
@@ -381,12 +512,16 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     const first = await invoke({ messages: [new HumanMessage("publish left and right")] });
     // createAgent runs each tool call as its own LangGraph task: both questions are open at once
     const open = (first.__interrupt__ ?? []) as { id: string; value: ToolChainInterrupt }[];
-    expect(open.map((i) => i.value.pending[0]!.arguments).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([{ title: "left" }, { title: "right" }]);
+    expect(
+      open.map((i) => i.value.pending[0]!.arguments).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    ).toEqual([{ title: "left" }, { title: "right" }]);
     const byTitle = (t: string) => open.find((i) => (i.value.pending[0]!.arguments as { title: string }).title === t)!;
     const left = byTitle("left").value.runId;
     const right = byTitle("right").value.runId;
     // an answer that does not name its run is refused (both chains have a step "pub"); nothing is applied
-    const second = (await invoke(new Command({ resume: { [byTitle("left").id]: { decisions: { pub: { decision: "approve" } } } } }))).__interrupt__ as typeof open;
+    const second = (
+      await invoke(new Command({ resume: { [byTitle("left").id]: { decisions: { pub: { decision: "approve" } } } } }))
+    ).__interrupt__ as typeof open;
     expect(second.map((i) => i.value.runId).sort()).toEqual([left, right].sort());
     expect(second.find((i) => i.value.runId === left)!.value.resumeError).toMatchObject({ code: "INVALID_DECISION" });
     expect(effects(left, "pub")).toBe(0);
@@ -401,7 +536,10 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     );
     expect(interruptsOf(done)).toEqual([]);
     const results = done.messages.filter((m) => ToolMessage.isInstance(m)).map((m) => JSON.parse(String(m.content)));
-    expect(results.find((r) => r.runId === left)).toMatchObject({ status: "completed", outputs: { pub: { published: "left" } } });
+    expect(results.find((r) => r.runId === left)).toMatchObject({
+      status: "completed",
+      outputs: { pub: { published: "left" } },
+    });
     expect(results.find((r) => r.runId === right)).toMatchObject({ status: "failed" });
     expect([effects(left, "pub"), effects(right, "pub")]).toEqual([1, 0]);
     expect(await runsIn(ws)).toBe(2);
@@ -423,7 +561,13 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       const ask = asks[0]!;
       const title = (ask.pending[0]!.arguments as { title: string }).title;
       decided.set(ask.runId, title);
-      asks = interruptsOf(await invoke(new Command({ resume: { runId: ask.runId, decisions: { pub: { decision: title === "north" ? "approve" : "reject" } } } })));
+      asks = interruptsOf(
+        await invoke(
+          new Command({
+            resume: { runId: ask.runId, decisions: { pub: { decision: title === "north" ? "approve" : "reject" } } },
+          }),
+        ),
+      );
     }
     expect(asks).toEqual([]);
     expect([...decided.values()].sort()).toEqual(["north", "south"]);
@@ -439,11 +583,16 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       const ws = `ws-out-${freshSchema()}`;
       const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
       const out = (await tools.runToolChain.invoke({ plan: oneApproval("outside") })) as Record<string, any>;
-      expect(out).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub", preview: { willPublish: "outside" }, round: 0 }] });
+      expect(out).toMatchObject({
+        status: "waiting_confirmation",
+        pending: [{ stepId: "pub", preview: { willPublish: "outside" }, round: 0 }],
+      });
       expect(out.how).toContain(`/api/tool-chains/runs/${out.runId}/confirm`);
       expect(out.how).toContain("confirm_tool_chain_step");
       expect((await o.runtime.store.getRow(out.runId))!.workspaceId).toBe(ws);
-      const after = await (await o.runtime.confirm(out.runId, { stepId: "pub", decision: "approve", round: out.pending[0].round })).result;
+      const after = await (
+        await o.runtime.confirm(out.runId, { stepId: "pub", decision: "approve", round: out.pending[0].round })
+      ).result;
       expect(after.status).toBe("completed");
       expect(effects(out.runId, "pub")).toBe(1);
     });
@@ -451,7 +600,12 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     test("the same tool call on the same thread continues its run instead of starting another, also when two race", async () => {
       const ws = `ws-same-${freshSchema()}`;
       const tools = createToolChainTools({ runtime: o.runtime, workspaceId: ws });
-      const plan = { steps: [{ stepId: "write", skillName: "test.effect", arguments: { label: "once" } }, { stepId: "pub", skillName: "test.publish", dependsOn: ["write"], arguments: { title: "once" } }] };
+      const plan = {
+        steps: [
+          { stepId: "write", skillName: "test.effect", arguments: { label: "once" } },
+          { stepId: "pub", skillName: "test.publish", dependsOn: ["write"], arguments: { title: "once" } },
+        ],
+      };
       const call = (id: string) => ({ type: "tool_call" as const, id, name: "run_tool_chain", args: { plan } });
       const config = { configurable: { thread_id: "thread-same" } };
       const parse = (m: unknown) => JSON.parse(String((m as ToolMessage).content)) as Record<string, any>;
@@ -462,7 +616,9 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       expect(b).toMatchObject({ runId: a.runId, status: "waiting_confirmation", pending: [{ stepId: "pub" }] });
       expect(effects(a.runId, "write")).toBe(1);
 
-      const racing = (await Promise.all([0, 1, 2].map(() => tools.runToolChain.invoke(call("call_race"), config)))).map(parse);
+      const racing = (await Promise.all([0, 1, 2].map(() => tools.runToolChain.invoke(call("call_race"), config)))).map(
+        parse,
+      );
       expect(new Set(racing.map((r) => r.runId)).size).toBe(1);
       for (const r of racing) expect(r).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub" }] });
       expect(effects(racing[0]!.runId, "write")).toBe(1);
@@ -471,10 +627,21 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       // two processes (runtimes with their own owner on the same database) race on one tool call:
       // the loser's insert of the run row fails and it follows the winner's run
       const limitsB = new PgLimits(o.db, { owner: "process-b" });
-      const processB = new Runtime({ skills: registry, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b", limits: limitsB });
+      const processB = new Runtime({
+        skills: registry,
+        checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }),
+        store: new PgRunStore(o.db),
+        owner: "process-b",
+        limits: limitsB,
+      });
       try {
         const toolsB = createToolChainTools({ runtime: processB, workspaceId: ws });
-        const both = (await Promise.all([tools.runToolChain.invoke(call("call_two_processes"), config), toolsB.runToolChain.invoke(call("call_two_processes"), config)])).map(parse);
+        const both = (
+          await Promise.all([
+            tools.runToolChain.invoke(call("call_two_processes"), config),
+            toolsB.runToolChain.invoke(call("call_two_processes"), config),
+          ])
+        ).map(parse);
         expect(both[0]!.runId).toBe(both[1]!.runId);
         for (const r of both) expect(r).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub" }] });
         expect(effects(both[0]!.runId, "write")).toBe(1);
@@ -494,7 +661,9 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       expect(refused).toMatchObject({ error: { code: "SKILL_NOT_ALLOWED" } });
       expect(refused.error.message).toContain("test.publish");
       expect(await runsIn(ws)).toBe(0);
-      const allowed = (await tools.runToolChain.invoke({ plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] } })) as Record<string, any>;
+      const allowed = (await tools.runToolChain.invoke({
+        plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] },
+      })) as Record<string, any>;
       expect(allowed).toMatchObject({ status: "completed", outputs: { a: 1 } });
       // the planner refuses a plan using a skill outside the allowlist (and the fallback cannot plan this request)
       const request = `publish via planner ${ws}`;
@@ -511,13 +680,18 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       expect(tools.runToolChain.description.startsWith(RUN_TOOL_CHAIN_DESCRIPTION)).toBe(true);
       expect(tools.runToolChain.description).not.toContain("confirm_tool_chain_step"); // no such tool here
       // what a chat model receives when the tools are bound (OpenAI function format)
-      const bound = model4Schemas(tools) as Record<"plan_tool_chain" | "run_tool_chain", { properties: Record<string, unknown>; required?: string[] }>;
+      const bound = model4Schemas(tools) as Record<
+        "plan_tool_chain" | "run_tool_chain",
+        { properties: Record<string, unknown>; required?: string[] }
+      >;
       expect(Object.keys(bound.plan_tool_chain.properties).sort()).toEqual(["context", "request"]);
       expect(bound.plan_tool_chain.required).toEqual(["request"]);
       expect(Object.keys(bound.run_tool_chain.properties).sort()).toEqual(["context", "memory", "plan", "request"]);
       expect(JSON.stringify(bound.run_tool_chain.properties.plan)).toContain("dependsOn");
       // arguments that do not match are refused before anything runs
-      await expect(tools.runToolChain.invoke({ request: "x", plan: { steps: [] } } as never)).rejects.toThrow(/exactly one of `request` or `plan`/);
+      await expect(tools.runToolChain.invoke({ request: "x", plan: { steps: [] } } as never)).rejects.toThrow(
+        /exactly one of `request` or `plan`/,
+      );
     });
 
     test("plan_tool_chain answers a plan for review and runs nothing", async () => {
@@ -526,7 +700,13 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       const request = `review before publishing ${ws}`;
       scripted.set(request, oneApproval("review"));
       const out = (await tools.planToolChain.invoke({ request })) as Record<string, any>;
-      expect(out).toMatchObject({ planner: { kind: "llm", model: "scripted" }, steps: [{ stepId: "prep", requiresConfirmation: false }, { stepId: "pub", requiresConfirmation: true }] });
+      expect(out).toMatchObject({
+        planner: { kind: "llm", model: "scripted" },
+        steps: [
+          { stepId: "prep", requiresConfirmation: false },
+          { stepId: "pub", requiresConfirmation: true },
+        ],
+      });
       expect(out.plan.steps).toHaveLength(2);
       expect(await runsIn(ws)).toBe(0);
     });
@@ -535,11 +715,23 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
   test("examples/agent.ts, run as a user runs it, against an OpenAI-compatible server: the chain's confirmation is asked and the agent answers", async () => {
     const mock = await startMockOpenAi();
     try {
-      const request = "Plan an approval system with e-mail notifications, estimate the effort, build a timeline and put the tasks into the current table";
-      mock.script({ name: "run_tool_chain", toolCall: { request, context: { table: { id: "Tasks" }, startDate: "2026-12-21" } } }, { content: "The tasks are in the Tasks table." });
+      const request =
+        "Plan an approval system with e-mail notifications, estimate the effort, build a timeline and put the tasks into the current table";
+      mock.script(
+        { name: "run_tool_chain", toolCall: { request, context: { table: { id: "Tasks" }, startDate: "2026-12-21" } } },
+        { content: "The tasks are in the Tasks table." },
+      );
       const child = spawn(process.execPath, [...nodeArgs("examples/agent.ts"), "--approve", request], {
         // embedded database in memory; the chain's planner is the deterministic fallback (no planner model)
-        env: { ...process.env, OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: "", TOOLCHAIN_AGENT_MODEL: "mock-model", TOOLCHAIN_PLANNER_MODEL: "", DATABASE_URL: "", TOOLCHAIN_DATA_DIR: ":memory:" },
+        env: {
+          ...process.env,
+          OPENAI_BASE_URL: mock.baseURL,
+          OPENAI_API_KEY: "",
+          TOOLCHAIN_AGENT_MODEL: "mock-model",
+          TOOLCHAIN_PLANNER_MODEL: "",
+          DATABASE_URL: "",
+          TOOLCHAIN_DATA_DIR: ":memory:",
+        },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let out = "";
@@ -551,9 +743,15 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
       expect(out).toContain('waits for a decision on "create" (qtable.task.records.create)');
       expect(out).toContain("The tasks are in the Tasks table.");
       // the model was offered both tools, and read the completed chain as the tool's result
-      expect(mock.requests[0]!.tools.map((t: { function: { name: string } }) => t.function.name).sort()).toEqual(["plan_tool_chain", "run_tool_chain"]);
+      expect(mock.requests[0]!.tools.map((t: { function: { name: string } }) => t.function.name).sort()).toEqual([
+        "plan_tool_chain",
+        "run_tool_chain",
+      ]);
       const toolMsg = mock.requests[1]!.messages.find((m: { role: string }) => m.role === "tool");
-      expect(JSON.parse(toolMsg.content)).toMatchObject({ status: "completed", steps: expect.arrayContaining([expect.objectContaining({ stepId: "create", status: "completed" })]) });
+      expect(JSON.parse(toolMsg.content)).toMatchObject({
+        status: "completed",
+        steps: expect.arrayContaining([expect.objectContaining({ stepId: "create", status: "completed" })]),
+      });
     } finally {
       await mock.close();
     }

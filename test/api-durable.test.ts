@@ -43,7 +43,11 @@ let keyA: string;
 let keyB: string;
 
 beforeAll(async () => {
-  const pair = await postgresBackend.openPair({ skills: skills(), driveRetry: { maxFailures: 3, initialMs: 200, maxMs: 400 }, decisionPollMs: 50 });
+  const pair = await postgresBackend.openPair({
+    skills: skills(),
+    driveRetry: { maxFailures: 3, initialMs: 200, maxMs: 400 },
+    decisionPollMs: 50,
+  });
   ({ a, b } = pair);
   close = pair.close;
   // a: the API-only process; b: the worker (few runs at a time, so a backlog would show)
@@ -59,18 +63,37 @@ afterAll(async () => {
 });
 
 const RUN = "/api/tool-chains/run";
-const acceptable400 = new Set(["UNSUPPORTED_VALUE", "INVALID_BODY", "INVALID_JSON", "PLAN_INVALID", "INVALID_ARGUMENTS", "INVALID_DECISION", "INVALID_QUERY", "PAYLOAD_TOO_LARGE", "RESERVED_ID"]);
+const acceptable400 = new Set([
+  "UNSUPPORTED_VALUE",
+  "INVALID_BODY",
+  "INVALID_JSON",
+  "PLAN_INVALID",
+  "INVALID_ARGUMENTS",
+  "INVALID_DECISION",
+  "INVALID_QUERY",
+  "PAYLOAD_TOO_LARGE",
+  "RESERVED_ID",
+]);
 const jsonRoundTrip = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
 
 async function waitingRun(key: string): Promise<string> {
-  const r = await call(api.url, "POST", RUN, { key, body: { plan: { steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "t" } }] } } });
+  const r = await call(api.url, "POST", RUN, {
+    key,
+    body: { plan: { steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "t" } }] } },
+  });
   expect([r.status, r.body.status]).toEqual([200, "waiting_confirmation"]);
   return r.body.runId;
 }
 async function settledRow(runId: string) {
   await until(async () => {
     const row = await a.store.getRow(runId);
-    return !!row && !row.leaseOwner && ["completed", "failed", "cancelled", "rolled_back", "rollback_failed", "waiting_confirmation"].includes(row.status);
+    return (
+      !!row &&
+      !row.leaseOwner &&
+      ["completed", "failed", "cancelled", "rolled_back", "rollback_failed", "waiting_confirmation"].includes(
+        row.status,
+      )
+    );
   }, 30_000);
   return (await a.store.getRow(runId))!;
 }
@@ -79,10 +102,24 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
   test("8.3 NUL in a plan, context, memory, confirm or cancel body: 400 naming the field; the run does not move", async () => {
     const plan = { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "x\u0000" } }] };
     let r = await call(api.url, "POST", RUN, { key: keyA, body: { plan } });
-    expect([r.status, r.body.error.code, r.body.error.details.field]).toEqual([400, "UNSUPPORTED_VALUE", "plan.steps.0.arguments.value"]);
-    r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId: "a", skillName: "core.pass" }] }, context: { t: "\u0000" } } });
-    expect([r.status, r.body.error.code, r.body.error.message]).toEqual([400, "UNSUPPORTED_VALUE", expect.stringContaining("context.t")]);
-    r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId: "a", skillName: "core.pass" }] }, memory: { m: "\ud800" } } });
+    expect([r.status, r.body.error.code, r.body.error.details.field]).toEqual([
+      400,
+      "UNSUPPORTED_VALUE",
+      "plan.steps.0.arguments.value",
+    ]);
+    r = await call(api.url, "POST", RUN, {
+      key: keyA,
+      body: { plan: { steps: [{ stepId: "a", skillName: "core.pass" }] }, context: { t: "\u0000" } },
+    });
+    expect([r.status, r.body.error.code, r.body.error.message]).toEqual([
+      400,
+      "UNSUPPORTED_VALUE",
+      expect.stringContaining("context.t"),
+    ]);
+    r = await call(api.url, "POST", RUN, {
+      key: keyA,
+      body: { plan: { steps: [{ stepId: "a", skillName: "core.pass" }] }, memory: { m: "\ud800" } },
+    });
     expect([r.status, r.body.error.code]).toEqual([400, "UNSUPPORTED_VALUE"]);
 
     const runId = await waitingRun(keyA);
@@ -109,12 +146,18 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
     await stopWorker(); // keep it queued
     try {
       const before = ledger.total();
-      const r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId: "w", skillName: "test.effect", arguments: { label: "q" } }] }, wait: false } });
+      const r = await call(api.url, "POST", RUN, {
+        key: keyA,
+        body: { plan: { steps: [{ stepId: "w", skillName: "test.effect", arguments: { label: "q" } }] }, wait: false },
+      });
       expect([r.status, r.body.status]).toEqual([202, "queued"]);
       // a view read from the store (no checkpoint yet) has the contract's every field
       RunViewSchema.parse(r.body);
       RunViewSchema.parse((await call(api.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key: keyA })).body);
-      const c = await call(api.url, "POST", `/api/tool-chains/runs/${r.body.runId}/cancel`, { key: keyA, body: { reason: "not needed" } });
+      const c = await call(api.url, "POST", `/api/tool-chains/runs/${r.body.runId}/cancel`, {
+        key: keyA,
+        body: { reason: "not needed" },
+      });
       expect([c.status, c.body.status, c.body.steps[0].status]).toEqual([200, "cancelled", "cancelled"]);
       expect((await settledRow(r.body.runId)).status).toBe("cancelled");
       expect(ledger.total()).toBe(before);
@@ -126,22 +169,37 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
   test("16.1 poison runs from workspace A: B's runs complete promptly; A's end failed after bounded re-drives", async () => {
     // reserved ids are refused up front
     for (const stepId of ["constructor", "toString", "valueOf", "hasOwnProperty"]) {
-      const r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId, skillName: "core.pass" }] } } });
+      const r = await call(api.url, "POST", RUN, {
+        key: keyA,
+        body: { plan: { steps: [{ stepId, skillName: "core.pass" }] } },
+      });
       expect([r.status, r.body.error.code]).toEqual([400, "RESERVED_ID"]);
     }
     // poison that passes validation: every drive throws (a skill's serialKey hook)
     const poison: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const r = await call(api.url, "POST", RUN, { key: keyA, body: { plan: { steps: [{ stepId: "p", skillName: "test.poison", arguments: { n: i } }] }, wait: false } });
+      const r = await call(api.url, "POST", RUN, {
+        key: keyA,
+        body: { plan: { steps: [{ stepId: "p", skillName: "test.poison", arguments: { n: i } }] }, wait: false },
+      });
       expect(r.status).toBe(202);
       poison.push(r.body.runId);
     }
     await until(() => poisonCalls.n >= 4, 30_000); // the worker is busy with them
     const t0 = Date.now();
     const replies = await Promise.all(
-      [1, 2, 3].map((i) => call(api.url, "POST", RUN, { key: keyB, body: { plan: { steps: [{ stepId: "b", skillName: "core.pass", arguments: { value: i } }] } } })),
+      [1, 2, 3].map((i) =>
+        call(api.url, "POST", RUN, {
+          key: keyB,
+          body: { plan: { steps: [{ stepId: "b", skillName: "core.pass", arguments: { value: i } }] } },
+        }),
+      ),
     );
-    expect(replies.map((r) => [r.status, r.body.status])).toEqual([[200, "completed"], [200, "completed"], [200, "completed"]]);
+    expect(replies.map((r) => [r.status, r.body.status])).toEqual([
+      [200, "completed"],
+      [200, "completed"],
+      [200, "completed"],
+    ]);
     const bTook = Date.now() - t0;
     // every poison run ends failed with its error, after exactly maxFailures drives, and stays so
     for (const id of poison) {
@@ -161,11 +219,29 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
   // ---- hostile values -------------------------------------------------------------------------
 
   const short = fc.oneof(
-    fc.constantFrom("\u0000", "a\u0000b", "\ud800", "x\udfffy", "\udbff\udfff", "😀", "é", "", "\\u0000", "__proto__", "constructor", "%00", "12345678901234567890"),
+    fc.constantFrom(
+      "\u0000",
+      "a\u0000b",
+      "\ud800",
+      "x\udfffy",
+      "\udbff\udfff",
+      "😀",
+      "é",
+      "",
+      "\\u0000",
+      "__proto__",
+      "constructor",
+      "%00",
+      "12345678901234567890",
+    ),
     fc.string({ unit: "binary", maxLength: 12 }),
   );
   const nasty = fc.oneof({ arbitrary: short, weight: 19 }, { arbitrary: fc.constant("x".repeat(100_000)), weight: 1 });
-  const num = fc.oneof(fc.constantFrom(1.7976931348623157e308, -5e-324, 2 ** 53 + 2, 12345678901234567890, -0), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer());
+  const num = fc.oneof(
+    fc.constantFrom(1.7976931348623157e308, -5e-324, 2 ** 53 + 2, 12345678901234567890, -0),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.integer(),
+  );
   const deep = fc.integer({ min: 1, max: 120 }).map((d) => {
     let v: unknown = 1;
     for (let i = 0; i < d; i++) v = i % 2 ? [v] : { d: v };
@@ -188,7 +264,11 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
   test("fuzz: run bodies answer 200 stored losslessly, or 400 with a stable code; never 5xx", async () => {
     await fc.assert(
       fc.asyncProperty(hostileValue, hostileValue, hostileValue, async (arg, context, mem) => {
-        const body = { plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: { $literal: arg } } }] }, context, memory: { m: mem } };
+        const body = {
+          plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: { $literal: arg } } }] },
+          context,
+          memory: { m: mem },
+        };
         const raw = JSON.stringify(body);
         if (raw.length > 1_000_000) return; // beyond the body limit: 413 is covered elsewhere
         const r = await call(api.url, "POST", RUN, { key: keyB, raw, headers: { "content-type": "application/json" } });
@@ -213,7 +293,10 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
       fc.asyncProperty(fc.oneof(hostileValue, fc.constantFrom<unknown>(10n, Number.NaN, Infinity)), async (out) => {
         const key = `o${i++}`;
         outputs.set(key, out);
-        const r = await call(api.url, "POST", RUN, { key: keyB, body: { plan: { steps: [{ stepId: "s", skillName: "test.fuzz_output", arguments: { key } }] } } });
+        const r = await call(api.url, "POST", RUN, {
+          key: keyB,
+          body: { plan: { steps: [{ stepId: "s", skillName: "test.fuzz_output", arguments: { key } }] } },
+        });
         expect(r.status, r.text.slice(0, 300)).toBe(200);
         const row = await settledRow(r.body.runId);
         const view = (await call(api.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key: keyB })).body;
@@ -234,7 +317,13 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
     const path = `/api/tool-chains/runs/${runId}`;
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ stepId: fc.oneof(nasty, fc.constant("ghost")), decision: fc.constantFrom("approve", "reject", "mark_done", "skip", "\u0000"), comment: fc.option(nasty, { nil: undefined }), arguments: fc.option(fc.dictionary(nasty, hostileValue, { maxKeys: 2 }), { nil: undefined }), output: fc.option(hostileValue, { nil: undefined }) }),
+        fc.record({
+          stepId: fc.oneof(nasty, fc.constant("ghost")),
+          decision: fc.constantFrom("approve", "reject", "mark_done", "skip", "\u0000"),
+          comment: fc.option(nasty, { nil: undefined }),
+          arguments: fc.option(fc.dictionary(nasty, hostileValue, { maxKeys: 2 }), { nil: undefined }),
+          output: fc.option(hostileValue, { nil: undefined }),
+        }),
         async (body) => {
           const r = await call(api.url, "POST", `${path}/confirm`, { key: keyB, body });
           expect(r.status, r.text.slice(0, 300)).toBeGreaterThanOrEqual(400);
@@ -244,12 +333,29 @@ describe(`durable core over HTTP (${postgresBackend.name})`, () => {
       params,
     );
     await fc.assert(
-      fc.asyncProperty(fc.record({ status: fc.option(short, { nil: undefined }), limit: fc.option(fc.oneof(short, fc.integer().map(String)), { nil: undefined }), cursor: fc.option(fc.oneof(short, fc.bigInt({ min: 0n, max: 10n ** 25n }).map((n) => Buffer.from(JSON.stringify([String(n), "r\u0000"])).toString("base64url"))), { nil: undefined }) }), async (q) => {
-        const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined) as [string, string][]).toString();
-        const r = await call(api.url, "GET", `/api/tool-chains/runs?${qs}`, { key: keyB });
-        expect(r.status, r.text.slice(0, 300)).toBeLessThan(500);
-        if (r.status !== 200) expect(r.body.error.code).toBe("INVALID_QUERY");
-      }),
+      fc.asyncProperty(
+        fc.record({
+          status: fc.option(short, { nil: undefined }),
+          limit: fc.option(fc.oneof(short, fc.integer().map(String)), { nil: undefined }),
+          cursor: fc.option(
+            fc.oneof(
+              short,
+              fc
+                .bigInt({ min: 0n, max: 10n ** 25n })
+                .map((n) => Buffer.from(JSON.stringify([String(n), "r\u0000"])).toString("base64url")),
+            ),
+            { nil: undefined },
+          ),
+        }),
+        async (q) => {
+          const qs = new URLSearchParams(
+            Object.entries(q).filter(([, v]) => v !== undefined) as [string, string][],
+          ).toString();
+          const r = await call(api.url, "GET", `/api/tool-chains/runs?${qs}`, { key: keyB });
+          expect(r.status, r.text.slice(0, 300)).toBeLessThan(500);
+          if (r.status !== 200) expect(r.body.error.code).toBe("INVALID_QUERY");
+        },
+      ),
       params,
     );
     // after all of that, the run still waits, in the row and in the view

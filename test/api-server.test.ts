@@ -29,7 +29,13 @@ function storageEnv(embedded: "disk" | "memory" = "disk"): Record<string, string
     schemas.push(s);
     return { ...limit, DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: s };
   }
-  return { ...limit, TOOLCHAIN_DATA_DIR: embedded === "memory" ? ":memory:" : seedDataDir(path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite")) };
+  return {
+    ...limit,
+    TOOLCHAIN_DATA_DIR:
+      embedded === "memory"
+        ? ":memory:"
+        : seedDataDir(path.join(mkdtempSync(path.join(tmpdir(), "tc-srv-")), "pglite")),
+  };
 }
 afterAll(async () => {
   if (!serverUrl || !schemas.length) return;
@@ -42,13 +48,21 @@ const plan = { steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 1
 
 describe(`the server process (${postgresBackend.name})`, () => {
   test("first start creates a local workspace and prints its key; later starts do not; keys are managed from the CLI", async () => {
-    const env: Record<string, string> = { ...storageEnv(), PORT: "0", TOOLCHAIN_DEV_KEY: "1", TOOLCHAIN_AUTH_CACHE_MS: "0" };
+    const env: Record<string, string> = {
+      ...storageEnv(),
+      PORT: "0",
+      TOOLCHAIN_DEV_KEY: "1",
+      TOOLCHAIN_AUTH_CACHE_MS: "0",
+    };
     const logs: string[] = [];
     let srv: RunningServer = await startServer(configFromEnv(env), {}, (l) => logs.push(l));
     try {
       expect(srv.devKey).toMatch(/^tck_[A-Za-z0-9_-]{43}$/);
       expect(logs.join("\n")).toContain(srv.devKey!);
-      if (!serverUrl) expect(readFileSync(path.join(path.dirname(env.TOOLCHAIN_DATA_DIR!), "local-api-key"), "utf8").trim()).toBe(srv.devKey);
+      if (!serverUrl)
+        expect(readFileSync(path.join(path.dirname(env.TOOLCHAIN_DATA_DIR!), "local-api-key"), "utf8").trim()).toBe(
+          srv.devKey,
+        );
       const r = await call(srv.url, "POST", "/api/tool-chains/run", { key: srv.devKey, body: { plan } });
       expect([r.status, r.body.status]).toEqual([200, "completed"]);
       expect((await call(srv.url, "GET", "/readyz")).body).toEqual({ status: "ready" });
@@ -56,17 +70,31 @@ describe(`the server process (${postgresBackend.name})`, () => {
       await srv.close();
       srv = await startServer(configFromEnv(env), {}, (l) => logs.push(l));
       expect(srv.devKey).toBeUndefined();
-      expect((await call(srv.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key: devKey })).body.status).toBe("completed");
+      expect((await call(srv.url, "GET", `/api/tool-chains/runs/${r.body.runId}`, { key: devKey })).body.status).toBe(
+        "completed",
+      );
       // keys create / list / revoke
       const out: string[] = [];
-      expect(await keysCommand(srv.access, ["create", "--workspace", "team-a", "--skills", "core.pass", "--label", "ci"], (s) => out.push(s))).toBe(0);
+      expect(
+        await keysCommand(
+          srv.access,
+          ["create", "--workspace", "team-a", "--skills", "core.pass", "--label", "ci"],
+          (s) => out.push(s),
+        ),
+      ).toBe(0);
       const created = JSON.parse(out.pop()!);
-      expect(created).toMatchObject({ workspaceId: "team-a", allowedSkills: ["core.pass"], key: expect.stringMatching(/^tck_/) });
+      expect(created).toMatchObject({
+        workspaceId: "team-a",
+        allowedSkills: ["core.pass"],
+        key: expect.stringMatching(/^tck_/),
+      });
       const skills = await call(srv.url, "GET", "/api/skills", { key: created.key });
       expect(skills.body.skills.map((s: { name: string }) => s.name)).toEqual(["core.pass"]);
       expect(await keysCommand(srv.access, ["list", "--workspace", "team-a"], (s) => out.push(s))).toBe(0);
       const listed = JSON.parse(out.pop()!);
-      expect(listed).toEqual([expect.objectContaining({ keyId: created.keyId, workspaceId: "team-a", label: "ci", revokedAt: null })]);
+      expect(listed).toEqual([
+        expect.objectContaining({ keyId: created.keyId, workspaceId: "team-a", label: "ci", revokedAt: null }),
+      ]);
       expect(JSON.stringify(listed)).not.toContain(created.key);
       expect(await keysCommand(srv.access, ["revoke", created.keyId], (s) => out.push(s))).toBe(0);
       expect((await call(srv.url, "GET", "/api/skills", { key: created.key })).status).toBe(401);
@@ -78,18 +106,32 @@ describe(`the server process (${postgresBackend.name})`, () => {
 
   test("keys from configuration (TOOLCHAIN_API_KEYS) with a workspace allowlist", async () => {
     const key = "tck_configured-key-0123456789abcdefghijklmnop";
-    const env = { ...storageEnv("memory"), PORT: "0", TOOLCHAIN_DEV_KEY: "0", TOOLCHAIN_API_KEYS: JSON.stringify([{ workspace: "ops", key, skills: ["core.*"] }]) };
+    const env = {
+      ...storageEnv("memory"),
+      PORT: "0",
+      TOOLCHAIN_DEV_KEY: "0",
+      TOOLCHAIN_API_KEYS: JSON.stringify([{ workspace: "ops", key, skills: ["core.*"] }]),
+    };
     const srv = await startServer(configFromEnv(env), {}, () => undefined);
     try {
       expect(srv.devKey).toBeUndefined();
       const skills = await call(srv.url, "GET", "/api/skills", { key });
-      expect(skills.body.skills.map((s: { name: string }) => s.name).sort()).toEqual(["core.fail", "core.pass", "core.wait"]);
+      expect(skills.body.skills.map((s: { name: string }) => s.name).sort()).toEqual([
+        "core.fail",
+        "core.pass",
+        "core.wait",
+      ]);
       expect(await srv.access.listKeys("ops")).toHaveLength(1);
     } finally {
       await srv.close();
     }
-    expect(() => configFromEnv({ TOOLCHAIN_API_KEYS: '[{"workspace":"x","key":"short"}]' })).toThrow(/TOOLCHAIN_API_KEYS/);
-    for (const bad of ["0", "-1", "x", "1.5", "100001"]) expect(() => configFromEnv({ TOOLCHAIN_WORKER_MAX_ACTIVE: bad })).toThrow(`Expected TOOLCHAIN_WORKER_MAX_ACTIVE to be an integer from`);
+    expect(() => configFromEnv({ TOOLCHAIN_API_KEYS: '[{"workspace":"x","key":"short"}]' })).toThrow(
+      /TOOLCHAIN_API_KEYS/,
+    );
+    for (const bad of ["0", "-1", "x", "1.5", "100001"])
+      expect(() => configFromEnv({ TOOLCHAIN_WORKER_MAX_ACTIVE: bad })).toThrow(
+        `Expected TOOLCHAIN_WORKER_MAX_ACTIVE to be an integer from`,
+      );
     expect(configFromEnv({}).workerMaxActive).toBe(50);
     expect(configFromEnv({ TOOLCHAIN_WORKER_MAX_ACTIVE: "200" }).workerMaxActive).toBe(200);
   });
@@ -99,7 +141,11 @@ describe(`the server process (${postgresBackend.name})`, () => {
     const srv = await startServer(configFromEnv(env), {}, () => undefined);
     const { db } = srv.opened;
     // the worker: another runtime on the same database (in server mode it would be another process)
-    const worker = new Runtime({ checkpointer: new PostgresSaver(db.pool, undefined, { schema: db.schema }), store: new PgRunStore(db), owner: "worker-1" });
+    const worker = new Runtime({
+      checkpointer: new PostgresSaver(db.pool, undefined, { schema: db.schema }),
+      store: new PgRunStore(db),
+      owner: "worker-1",
+    });
     const stop = worker.startWorker({ pollMs: 50 });
     try {
       const key = srv.devKey!;
@@ -115,7 +161,12 @@ describe(`the server process (${postgresBackend.name})`, () => {
       expect(streamed.at(-1)!.event).toBe("run_completed");
       expect(streamed.map((m) => Number(m.id))).toEqual(streamed.map((_, i) => i + 1));
       // the worker took the queued run too
-      await waitFor(async () => (await call(srv.url, "GET", `/api/tool-chains/runs/${queued.body.runId}`, { key })).body.status === "completed", { what: "queued run completed" });
+      await waitFor(
+        async () =>
+          (await call(srv.url, "GET", `/api/tool-chains/runs/${queued.body.runId}`, { key })).body.status ===
+          "completed",
+        { what: "queued run completed" },
+      );
     } finally {
       await stop();
       await worker.drain();
@@ -124,9 +175,18 @@ describe(`the server process (${postgresBackend.name})`, () => {
   });
 
   test("quick start: `toolchain serve` prints its URL and key, serves, and stops on SIGTERM", async () => {
-    const env: NodeJS.ProcessEnv = { ...process.env, ...storageEnv(), PORT: "0", TOOLCHAIN_DEV_KEY: "1", REDIS_URL: "" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...storageEnv(),
+      PORT: "0",
+      TOOLCHAIN_DEV_KEY: "1",
+      REDIS_URL: "",
+    };
     if (!serverUrl) env.DATABASE_URL = "";
-    const child = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), "serve"], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let err = "";
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     try {

@@ -39,40 +39,64 @@ describe(`SSE on ${postgresBackend.name}`, () => {
     const plan = {
       steps: [
         { stepId: "a", skillName: "core.wait", arguments: { ms: 5, value: 1 } },
-        { stepId: "b", skillName: "core.fail", dependsOn: ["a"], arguments: { untilAttempt: 2, value: 2 }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+        {
+          stepId: "b",
+          skillName: "core.fail",
+          dependsOn: ["a"],
+          arguments: { untilAttempt: 2, value: 2 },
+          retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } },
+        },
         { stepId: "c", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 3 } },
       ],
     };
     let status = 0;
     let type = "";
-    const ms = await collectSse(`${api.url}/api/tool-chains/stream`, { key, method: "POST", body: { plan }, onOpen: (r) => ((status = r.status), (type = r.headers.get("content-type") ?? "")) });
+    const ms = await collectSse(`${api.url}/api/tool-chains/stream`, {
+      key,
+      method: "POST",
+      body: { plan },
+      onOpen: (r) => ((status = r.status), (type = r.headers.get("content-type") ?? "")),
+    });
     expect([status, type]).toEqual([200, "text/event-stream; charset=utf-8"]);
     expect(seqs(ms)).toEqual(range(1, ms.length));
     for (const m of ms) {
       const e = RunEventSchema.parse(m.data);
       expect(m.event).toBe(e.type);
       expect(String(e.seq)).toBe(m.id);
-      expect(Object.keys(m.data)).toEqual(e.stepId ? ["runId", "seq", "type", "stepId", "at", "data"] : ["runId", "seq", "type", "at", "data"]);
+      expect(Object.keys(m.data)).toEqual(
+        e.stepId ? ["runId", "seq", "type", "stepId", "at", "data"] : ["runId", "seq", "type", "at", "data"],
+      );
     }
     expect(ms[0]!.event).toBe("planning_started");
     expect(ms.at(-1)!.event).toBe("run_completed");
     expect(ms.filter((m) => m.event === "step_retrying").map((m) => m.data.stepId)).toEqual(["b"]);
     // the stream is the stored log
-    const stored = (await call(api.url, "GET", `/api/tool-chains/runs/${ms[0]!.data.runId}/events`, { key })).body.events;
+    const stored = (await call(api.url, "GET", `/api/tool-chains/runs/${ms[0]!.data.runId}/events`, { key })).body
+      .events;
     expect(stored).toEqual(ms.map((m) => m.data));
   });
 
   test("POST /stream: an invalid plan answers 400 JSON, not a stream", async () => {
-    const r = await call(api.url, "POST", "/api/tool-chains/stream", { key, body: { plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["a"] }] } }, headers: { accept: "text/event-stream" } });
-    expect([r.status, r.headers.get("content-type"), r.body.error.code]).toEqual([400, "application/json; charset=utf-8", "SELF_DEPENDENCY"]);
+    const r = await call(api.url, "POST", "/api/tool-chains/stream", {
+      key,
+      body: { plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["a"] }] } },
+      headers: { accept: "text/event-stream" },
+    });
+    expect([r.status, r.headers.get("content-type"), r.body.error.code]).toEqual([
+      400,
+      "application/json; charset=utf-8",
+      "SELF_DEPENDENCY",
+    ]);
   });
 
   test("a follower that disconnects and resumes with Last-Event-ID misses nothing and sees nothing twice", async () => {
-    const plan = { steps: [
-      { stepId: "s1", skillName: "test.gate", arguments: { gate: "s1" } },
-      { stepId: "s2", skillName: "test.gate", dependsOn: ["s1"], arguments: { gate: "s2" } },
-      { stepId: "s3", skillName: "test.gate", dependsOn: ["s2"], arguments: { gate: "s3" } },
-    ] };
+    const plan = {
+      steps: [
+        { stepId: "s1", skillName: "test.gate", arguments: { gate: "s1" } },
+        { stepId: "s2", skillName: "test.gate", dependsOn: ["s1"], arguments: { gate: "s2" } },
+        { stepId: "s3", skillName: "test.gate", dependsOn: ["s2"], arguments: { gate: "s3" } },
+      ],
+    };
     const { runId } = (await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan, wait: false } })).body;
     const url = `${api.url}/api/tool-chains/runs/${runId}/events`;
     // first connection: read until s1 completed, then drop the connection
@@ -93,7 +117,11 @@ describe(`SSE on ${postgresBackend.name}`, () => {
     // while nobody listens, the run moves on
     await gates.untilEntered("s2");
     gates.open("s2");
-    await waitFor(async () => (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.steps[2].status === "running", { what: "s3 running" });
+    await waitFor(
+      async () =>
+        (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key })).body.steps[2].status === "running",
+      { what: "s3 running" },
+    );
     // reconnect as EventSource would: Last-Event-ID = the last id seen
     const second: SseMessage[] = [];
     for await (const m of sse(url, { key, headers: { "last-event-id": first.at(-1)!.id! } })) {
@@ -106,23 +134,44 @@ describe(`SSE on ${postgresBackend.name}`, () => {
     expect(all.filter((m) => m.event === "step_completed").map((m) => m.data.stepId)).toEqual(["s1", "s2", "s3"]);
     // a client that has everything is told not to reconnect
     let status = 0;
-    expect(await collectSse(url, { key, headers: { "last-event-id": all.at(-1)!.id! }, onOpen: (r) => (status = r.status) })).toEqual([]);
+    expect(
+      await collectSse(url, { key, headers: { "last-event-id": all.at(-1)!.id! }, onOpen: (r) => (status = r.status) }),
+    ).toEqual([]);
     expect(status).toBe(204);
     // ?after= works for SSE too (replay of a finished run, then the end)
     expect(seqs(await collectSse(`${url}?after=3`, { key }))).toEqual(range(4, all.length));
-    const bad = await call(api.url, "GET", `/api/tool-chains/runs/${runId}/events`, { key, headers: { accept: "text/event-stream", "last-event-id": "x" } });
+    const bad = await call(api.url, "GET", `/api/tool-chains/runs/${runId}/events`, {
+      key,
+      headers: { accept: "text/event-stream", "last-event-id": "x" },
+    });
     expect([bad.status, bad.body.error.code]).toEqual([400, "INVALID_QUERY"]);
   });
 
   test("fan-out: many followers of one run receive the same complete sequence (one store reader per run)", async () => {
-    const { runId } = (await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: { steps: [{ stepId: "f1", skillName: "test.gate", arguments: { gate: "f1" } }, { stepId: "f2", skillName: "core.pass", dependsOn: ["f1"], arguments: { value: 1 } }] }, wait: false } })).body;
+    const { runId } = (
+      await call(api.url, "POST", "/api/tool-chains/run", {
+        key,
+        body: {
+          plan: {
+            steps: [
+              { stepId: "f1", skillName: "test.gate", arguments: { gate: "f1" } },
+              { stepId: "f2", skillName: "core.pass", dependsOn: ["f1"], arguments: { value: 1 } },
+            ],
+          },
+          wait: false,
+        },
+      })
+    ).body;
     const url = `${api.url}/api/tool-chains/runs/${runId}/events`;
     const got: SseMessage[][] = Array.from({ length: 25 }, () => []);
     const clients = got.map(async (into) => {
       for await (const m of sse(url, { key })) into.push(m);
     });
     // every client has caught up (it saw f1 start) and now follows live
-    await waitFor(() => got.every((g) => g.some((m) => m.event === "step_started" && m.data.stepId === "f1")), { what: "25 clients caught up", timeoutMs: 30_000 });
+    await waitFor(() => got.every((g) => g.some((m) => m.event === "step_started" && m.data.stepId === "f1")), {
+      what: "25 clients caught up",
+      timeoutMs: 30_000,
+    });
     expect(api.live.feeds.size).toBe(1);
     // from here on, count the store reads for this run: one feed reads once per change for all 25
     // clients (a reader per client would make at least 25 reads for the first change alone)
@@ -143,7 +192,8 @@ describe(`SSE on ${postgresBackend.name}`, () => {
     expect(expected).toEqual(range(1, expected.length));
     expect(got[0]!.at(-1)!.event).toBe("run_completed");
     for (const r of got) expect(seqs(r)).toEqual(expected);
-    const liveEvents = expected.length - got[0]!.findIndex((m) => m.event === "step_started" && m.data.stepId === "f1") - 1;
+    const liveEvents =
+      expected.length - got[0]!.findIndex((m) => m.event === "step_started" && m.data.stepId === "f1") - 1;
     expect(reads).toBeGreaterThan(0);
     expect(reads).toBeLessThanOrEqual(liveEvents + 2); // at most one per event (+ the poll safety net)
     await waitFor(() => api.live.feeds.size === 0, { what: "the feed closed" });
@@ -158,7 +208,20 @@ describe(`events executed by another runtime reach followers (${postgresBackend.
     const b = await serveApi(pair.b, pair.db, { access: a.access });
     try {
       const key = await newKey(a.access, "ws-pair");
-      const { runId } = (await call(b.url, "POST", "/api/tool-chains/run", { key, body: { plan: { steps: [{ stepId: "x", skillName: "test.gate", arguments: { gate: "x" } }, { stepId: "y", skillName: "core.pass", dependsOn: ["x"], arguments: { value: 1 } }] }, wait: false } })).body;
+      const { runId } = (
+        await call(b.url, "POST", "/api/tool-chains/run", {
+          key,
+          body: {
+            plan: {
+              steps: [
+                { stepId: "x", skillName: "test.gate", arguments: { gate: "x" } },
+                { stepId: "y", skillName: "core.pass", dependsOn: ["x"], arguments: { value: 1 } },
+              ],
+            },
+            wait: false,
+          },
+        })
+      ).body;
       expect(pair.b.activeRuns()).toContain(runId);
       const following = collectSse(`${a.url}/api/tool-chains/runs/${runId}/events`, { key });
       await waitFor(() => a.live.feeds.size > 0, { what: "a feed on app A" });
@@ -175,29 +238,46 @@ describe(`events executed by another runtime reach followers (${postgresBackend.
     }
   });
 
-  test.runIf(serverUrl)("Postgres LISTEN/NOTIFY: an append through another connection pool signals this process", async () => {
-    const schema = freshSchema();
-    const other = await openDatabase({ url: serverUrl, schema, poolSize: 1 });
-    const o = await postgresBackend.open();
-    try {
-      // the other "process": its own pool on the same schema (no in-process watcher shared)
-      const { migrate } = await import("../src/store/migrations.js");
-      await migrate(other);
-      const writer = new PgRunStore(other);
-      const reader = new PgRunStore({ ...other, pool: o.db!.pool, close: async () => undefined });
-      const signals = new RunSignals(reader, new PgSignalTransport(serverUrl!, schema));
-      await signals.start();
-      const got: [string, number][] = [];
-      signals.subscribe((r, q) => got.push([r, q]));
-      await writer.createRun({ runId: "r1", workspaceId: "w", traceId: "t", plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: {} }], onFailure: "skip_dependents", rollbackMode: "best_effort" } as never, context: {}, memory: {} });
-      await writer.append("r1", [{ type: "planning_started", at: new Date().toISOString(), data: {}, key: "k1" }, { type: "planning_completed", at: new Date().toISOString(), data: {}, key: "k2" }]);
-      await waitFor(() => got.length > 0, { timeoutMs: 5_000, what: "an event" });
-      expect(got).toEqual([["r1", 2]]);
-      await signals.close();
-    } finally {
-      await other.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
-      await other.close();
-      await o.close();
-    }
-  });
+  test.runIf(serverUrl)(
+    "Postgres LISTEN/NOTIFY: an append through another connection pool signals this process",
+    async () => {
+      const schema = freshSchema();
+      const other = await openDatabase({ url: serverUrl, schema, poolSize: 1 });
+      const o = await postgresBackend.open();
+      try {
+        // the other "process": its own pool on the same schema (no in-process watcher shared)
+        const { migrate } = await import("../src/store/migrations.js");
+        await migrate(other);
+        const writer = new PgRunStore(other);
+        const reader = new PgRunStore({ ...other, pool: o.db!.pool, close: async () => undefined });
+        const signals = new RunSignals(reader, new PgSignalTransport(serverUrl!, schema));
+        await signals.start();
+        const got: [string, number][] = [];
+        signals.subscribe((r, q) => got.push([r, q]));
+        await writer.createRun({
+          runId: "r1",
+          workspaceId: "w",
+          traceId: "t",
+          plan: {
+            steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: {} }],
+            onFailure: "skip_dependents",
+            rollbackMode: "best_effort",
+          } as never,
+          context: {},
+          memory: {},
+        });
+        await writer.append("r1", [
+          { type: "planning_started", at: new Date().toISOString(), data: {}, key: "k1" },
+          { type: "planning_completed", at: new Date().toISOString(), data: {}, key: "k2" },
+        ]);
+        await waitFor(() => got.length > 0, { timeoutMs: 5_000, what: "an event" });
+        expect(got).toEqual([["r1", 2]]);
+        await signals.close();
+      } finally {
+        await other.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
+        await other.close();
+        await o.close();
+      }
+    },
+  );
 });

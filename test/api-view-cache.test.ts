@@ -16,14 +16,23 @@ import type { Runtime } from "../src/runtime/runtime.js";
 
 const chain = (gates: string[]) => ({
   steps: [
-    ...gates.map((g, i) => ({ stepId: g, skillName: "test.gate", dependsOn: i ? [gates[i - 1]!] : [], arguments: { gate: g } })),
+    ...gates.map((g, i) => ({
+      stepId: g,
+      skillName: "test.gate",
+      dependsOn: i ? [gates[i - 1]!] : [],
+      arguments: { gate: g },
+    })),
     { stepId: "pub", skillName: "test.publish", dependsOn: [gates.at(-1)!], arguments: { title: "t" } },
   ],
 });
 
 /** The stored history (what any process can see) has this event. */
 const stored = (rt: Runtime, runId: string, type: string, stepId?: string) =>
-  waitFor(async () => (await rt.store.list(runId)).some((e) => e.type === type && (stepId === undefined || e.stepId === stepId)), { what: `${type} ${stepId ?? ""} stored`, timeoutMs: 30_000 });
+  waitFor(
+    async () =>
+      (await rt.store.list(runId)).some((e) => e.type === type && (stepId === undefined || e.stepId === stepId)),
+    { what: `${type} ${stepId ?? ""} stored`, timeoutMs: 30_000 },
+  );
 
 test(`a cached view is never stale after a change by another process (${postgresBackend.name})`, async () => {
   const gates = new Gates();
@@ -37,7 +46,8 @@ test(`a cached view is never stale after a change by another process (${postgres
     const h = b.run(chain(ids), { workspaceId: "ws-vc" });
     h.result.catch(() => undefined);
     const get = () => call(api.url, "GET", `/api/tool-chains/runs/${h.runId}`, { key });
-    const statusOf = (body: { steps: { stepId: string; status: string }[] }, id: string) => body.steps.find((s) => s.stepId === id)!.status;
+    const statusOf = (body: { steps: { stepId: string; status: string }[] }, id: string) =>
+      body.steps.find((s) => s.stepId === id)!.status;
 
     await gates.untilEntered("g0");
     await stored(a, h.runId, "step_started", "g0");
@@ -64,7 +74,10 @@ test(`a cached view is never stale after a change by another process (${postgres
     // B's drive parks the run at the confirmation and lets go of it
     expect((await h.result).status).toBe("waiting_confirmation");
     const waiting = await get();
-    expect([waiting.body.status, waiting.body.pendingConfirmations.map((p: { stepId: string }) => p.stepId)]).toEqual(["waiting_confirmation", ["pub"]]);
+    expect([waiting.body.status, waiting.body.pendingConfirmations.map((p: { stepId: string }) => p.stepId)]).toEqual([
+      "waiting_confirmation",
+      ["pub"],
+    ]);
     const cached = await get();
     expect([cached.headers.get("x-cache"), cached.body]).toEqual(["hit", waiting.body]);
 
@@ -86,32 +99,49 @@ test(`a run executed by the API's own process: every step change misses the cach
   const api = await serveApi(o.runtime, o.db);
   try {
     const key = await newKey(api.access, "ws-local");
-    const started = await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: chain(["h0", "h1"]), wait: false } });
+    const started = await call(api.url, "POST", "/api/tool-chains/run", {
+      key,
+      body: { plan: chain(["h0", "h1"]), wait: false },
+    });
     expect(started.status).toBe(202);
     const runId: string = started.body.runId;
     const get = () => call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key });
-    const statusOf = (body: { steps: { stepId: string; status: string }[] }, id: string) => body.steps.find((s) => s.stepId === id)!.status;
+    const statusOf = (body: { steps: { stepId: string; status: string }[] }, id: string) =>
+      body.steps.find((s) => s.stepId === id)!.status;
     await gates.untilEntered("h0");
     await waitFor(async () => statusOf((await get()).body, "h0") === "running", { what: "h0 running" });
     // the GET that first showed h0 running may have read the version just before h0's start was
     // applied, and the start event may land after the live status moved (a version is read before
     // its view is computed: such an entry is never served again); once nothing moves, GETs hit
-    await waitFor(async () => (await get()).headers.get("x-cache") === "hit", { what: "a repeated GET of the running run served from the cache" });
+    await waitFor(async () => (await get()).headers.get("x-cache") === "hit", {
+      what: "a repeated GET of the running run served from the cache",
+    });
     gates.open("h0");
     await gates.untilEntered("h1");
     // the live projection of this process moved: the cached view is not served
-    await waitFor(() => o.runtime.activeRuns().includes(runId) && o.runtime.getRun(runId).then((v) => v.steps.find((s) => s.stepId === "h0")!.status === "completed"), { what: "h0 completed live" });
+    await waitFor(
+      () =>
+        o.runtime.activeRuns().includes(runId) &&
+        o.runtime.getRun(runId).then((v) => v.steps.find((s) => s.stepId === "h0")!.status === "completed"),
+      { what: "h0 completed live" },
+    );
     expect(statusOf((await get()).body, "h0")).toBe("completed");
     gates.open("h1");
     await waitFor(async () => (await get()).body.status === "waiting_confirmation", { what: "run waiting" });
     // the live view says waiting as soon as the wait event is applied, before the drive ends and
     // syncs the run: once it has, nothing moves and repeated GETs hit
-    await waitFor(async () => !o.runtime.activeRuns().includes(runId) && (await get()).headers.get("x-cache") === "hit", { what: "the waiting run served from the cache" });
+    await waitFor(
+      async () => !o.runtime.activeRuns().includes(runId) && (await get()).headers.get("x-cache") === "hit",
+      { what: "the waiting run served from the cache" },
+    );
     const w1 = await get();
     const w2 = await get();
     expect([w2.headers.get("x-cache"), w2.body]).toEqual(["hit", w1.body]);
     // another workspace never sees the cached body
-    expect((await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: await newKey(api.access, "ws-other") })).status).toBe(404);
+    expect(
+      (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: await newKey(api.access, "ws-other") }))
+        .status,
+    ).toBe(404);
   } finally {
     gates.open("h0");
     gates.open("h1");

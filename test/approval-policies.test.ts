@@ -45,7 +45,9 @@ const note = defineSkill({
   },
 });
 
-const deployPlan = (version: string, approval?: unknown) => ({ steps: [{ stepId: "deploy", skillName: "test.deploy", arguments: { version }, ...(approval ? { approval } : {}) }] });
+const deployPlan = (version: string, approval?: unknown) => ({
+  steps: [{ stepId: "deploy", skillName: "test.deploy", arguments: { version }, ...(approval ? { approval } : {}) }],
+});
 
 describe(`approval policies over REST on ${postgresBackend.name}`, () => {
   let a: ApiUnderTest;
@@ -72,8 +74,15 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     };
   });
   afterAll(() => close?.());
-  const on = (api: ApiUnderTest, who: string, method: "GET" | "POST", path: string, body?: unknown) => call(api.url, method, path, { key: keys[who], body });
-  const decide = (api: ApiUnderTest, who: string, runId: string, decision: string, extra: Record<string, unknown> = {}) => on(api, who, "POST", `/api/tool-chains/runs/${runId}/confirm`, { stepId: "deploy", decision, ...extra });
+  const on = (api: ApiUnderTest, who: string, method: "GET" | "POST", path: string, body?: unknown) =>
+    call(api.url, method, path, { key: keys[who], body });
+  const decide = (
+    api: ApiUnderTest,
+    who: string,
+    runId: string,
+    decision: string,
+    extra: Record<string, unknown> = {},
+  ) => on(api, who, "POST", `/api/tool-chains/runs/${runId}/confirm`, { stepId: "deploy", decision, ...extra });
   const start = async (version: string, approval?: unknown) => {
     const r = await on(a, "ada", "POST", "/api/tool-chains/run", { plan: deployPlan(version, approval) });
     expect(r.body.status).toBe("waiting_confirmation");
@@ -91,7 +100,9 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     // a service key and an operator are not in the policy
     for (const k of ["service", "olga"]) {
       const r = await decide(a, k, runId, "approve");
-      expect(k === "olga" ? r.body.error.code : [r.status, r.body.error.code]).toEqual(k === "olga" ? "ROLE_NOT_ALLOWED" : [403, "NOT_ALLOWED_TO_DECIDE"]);
+      expect(k === "olga" ? r.body.error.code : [r.status, r.body.error.code]).toEqual(
+        k === "olga" ? "ROLE_NOT_ALLOWED" : [403, "NOT_ALLOWED_TO_DECIDE"],
+      );
     }
 
     // first approval on process A: durable, the step still waits
@@ -106,14 +117,21 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     });
     // an exact repeat answers ok and counts once; a different second vote is refused
     const again = await decide(b, "grace", runId, "approve", { comment: "looks fine" });
-    expect([again.status, again.body.status, again.body.pendingConfirmations[0].approval.given.length]).toEqual([200, "waiting_confirmation", 1]);
+    expect([again.status, again.body.status, again.body.pendingConfirmations[0].approval.given.length]).toEqual([
+      200,
+      "waiting_confirmation",
+      1,
+    ]);
     const changed = await decide(b, "grace", runId, "reject");
     expect([changed.status, changed.body.error.code]).toEqual([409, "CONFIRMATION_NOT_PENDING"]);
 
     // what each person sees: linus may decide, grace has, ada (requester) may not
     const seen = await on(b, "linus", "GET", `/api/tool-chains/runs/${runId}`);
     expect(seen.body.pendingConfirmations[0].approval).toMatchObject({ required: 2, youMayDecide: true });
-    const inboxOf = async (who: string) => ((await on(a, who, "GET", "/api/tool-chains/decisions?mine=true")).body.decisions as { runId: string }[]).map((d) => d.runId);
+    const inboxOf = async (who: string) =>
+      ((await on(a, who, "GET", "/api/tool-chains/decisions?mine=true")).body.decisions as { runId: string }[]).map(
+        (d) => d.runId,
+      );
     expect(await inboxOf("linus")).toContain(runId);
     expect(await inboxOf("grace")).not.toContain(runId);
     expect(await inboxOf("ada")).not.toContain(runId);
@@ -124,10 +142,22 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     const second = await decide(b, "linus", runId, "approve");
     expect([second.status, second.body.status]).toEqual([200, "completed"]);
     expect(ledger.log.filter((l) => l === "deploy:v1")).toHaveLength(1);
-    expect(second.body.steps[0].decision).toMatchObject({ decision: "approve", by: { id: "linus" }, approvals: [{ by: { id: "grace" }, comment: "looks fine" }, { by: { id: "linus" } }] });
-    const events = (await on(a, "grace", "GET", `/api/tool-chains/runs/${runId}/events`)).body.events as { type: string; data: Record<string, unknown> }[];
-    expect(events.filter((e) => e.type === "approval_given").map((e) => e.data)).toEqual([expect.objectContaining({ stepId: "deploy", by: { kind: "user", id: "grace" }, given: 1, required: 2 })]);
-    expect(events.find((e) => e.type === "step_confirmed")!.data).toMatchObject({ by: { id: "linus" }, approvals: [{ by: { id: "grace" } }, { by: { id: "linus" } }] });
+    expect(second.body.steps[0].decision).toMatchObject({
+      decision: "approve",
+      by: { id: "linus" },
+      approvals: [{ by: { id: "grace" }, comment: "looks fine" }, { by: { id: "linus" } }],
+    });
+    const events = (await on(a, "grace", "GET", `/api/tool-chains/runs/${runId}/events`)).body.events as {
+      type: string;
+      data: Record<string, unknown>;
+    }[];
+    expect(events.filter((e) => e.type === "approval_given").map((e) => e.data)).toEqual([
+      expect.objectContaining({ stepId: "deploy", by: { kind: "user", id: "grace" }, given: 1, required: 2 }),
+    ]);
+    expect(events.find((e) => e.type === "step_confirmed")!.data).toMatchObject({
+      by: { id: "linus" },
+      approvals: [{ by: { id: "grace" } }, { by: { id: "linus" } }],
+    });
     expect(await inboxOf("linus")).not.toContain(runId);
   });
 
@@ -136,7 +166,10 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     expect((await decide(a, "grace", runId, "approve")).body.status).toBe("waiting_confirmation");
     const rejected = await decide(b, "linus", runId, "reject", { comment: "not today" });
     expect(rejected.status).toBe(200);
-    expect(rejected.body).toMatchObject({ status: "failed", steps: [{ status: "failed", error: { code: "REJECTED" }, decision: { decision: "reject", by: { id: "linus" } } }] });
+    expect(rejected.body).toMatchObject({
+      status: "failed",
+      steps: [{ status: "failed", error: { code: "REJECTED" }, decision: { decision: "reject", by: { id: "linus" } } }],
+    });
     expect(ledger.log).not.toContain("deploy:v2");
   });
 
@@ -154,13 +187,29 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
     expect(self.body.error.code).toBe("REQUESTER_CANNOT_APPROVE");
     const one = await decide(a, "linus", runId, "approve");
     expect(one.body.status).toBe("waiting_confirmation"); // still two approvals needed
-    expect(one.body.pendingConfirmations[0].approval.policy).toMatchObject({ quorum: 2, allowRequester: false, roles: ["approver"], users: ["linus"] });
+    // the skill's gate and the step's both hold (a step naming linus does not let him past the skill's roles)
+    expect(one.body.pendingConfirmations[0].approval.policy).toMatchObject({
+      quorum: 2,
+      allowRequester: false,
+      roles: ["approver", "admin"],
+      allOf: [{ roles: ["approver"], users: ["linus"] }],
+    });
     // a step on a skill without a policy may add one: only linus decides
-    const noted = await on(a, "ada", "POST", "/api/tool-chains/run", { plan: { steps: [{ stepId: "n", skillName: "test.note", arguments: { text: "hi" }, approval: { users: ["linus"] } }] } });
-    const refused = await on(a, "grace", "POST", `/api/tool-chains/runs/${noted.body.runId}/confirm`, { stepId: "n", decision: "approve" });
+    const noted = await on(a, "ada", "POST", "/api/tool-chains/run", {
+      plan: {
+        steps: [{ stepId: "n", skillName: "test.note", arguments: { text: "hi" }, approval: { users: ["linus"] } }],
+      },
+    });
+    const refused = await on(a, "grace", "POST", `/api/tool-chains/runs/${noted.body.runId}/confirm`, {
+      stepId: "n",
+      decision: "approve",
+    });
     expect([refused.status, refused.body.error.code]).toEqual([403, "NOT_ALLOWED_TO_DECIDE"]);
     expect(refused.body.error.message).toContain("users linus");
-    const ok = await on(a, "linus", "POST", `/api/tool-chains/runs/${noted.body.runId}/confirm`, { stepId: "n", decision: "approve" });
+    const ok = await on(a, "linus", "POST", `/api/tool-chains/runs/${noted.body.runId}/confirm`, {
+      stepId: "n",
+      decision: "approve",
+    });
     expect(ok.body.status).toBe("completed");
     // a policy that does not parse names the field
     const bad = await on(a, "ada", "POST", "/api/tool-chains/run", { plan: deployPlan("v5", { quorum: 0 }) });
@@ -169,11 +218,17 @@ describe(`approval policies over REST on ${postgresBackend.name}`, () => {
   });
 
   test("the inbox: oldest first; mine=false lists every waiting step with youMayDecide; bad query is 400", async () => {
-    const all = (await on(a, "linus", "GET", "/api/tool-chains/decisions")).body.decisions as { runId: string; runCreatedAt: string; youMayDecide: boolean }[];
+    const all = (await on(a, "linus", "GET", "/api/tool-chains/decisions")).body.decisions as {
+      runId: string;
+      runCreatedAt: string;
+      youMayDecide: boolean;
+    }[];
     expect(all.length).toBeGreaterThan(0);
     expect(all.map((d) => d.runCreatedAt)).toEqual([...all.map((d) => d.runCreatedAt)].sort());
     expect(all.some((d) => d.youMayDecide === false)).toBe(true); // linus already approved v4 once
-    const mine = (await on(a, "linus", "GET", "/api/tool-chains/decisions?mine=true")).body.decisions as { youMayDecide: boolean }[];
+    const mine = (await on(a, "linus", "GET", "/api/tool-chains/decisions?mine=true")).body.decisions as {
+      youMayDecide: boolean;
+    }[];
     expect(mine.length).toBe(all.filter((d) => d.youMayDecide).length);
     const bad = await on(a, "grace", "GET", "/api/tool-chains/decisions?mine=yes");
     expect([bad.status, bad.body.error.code]).toEqual([400, "INVALID_QUERY"]);

@@ -16,7 +16,9 @@ import { freshSchema, serverUrl } from "./helpers/backends.js";
 import { call } from "./helpers/api.js";
 
 const schema = serverUrl ? freshSchema("who") : "toolchain";
-const storage: Record<string, string> = serverUrl ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema } : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(mkdtempSync(path.join(tmpdir(), "tc-who-")), "pglite") };
+const storage: Record<string, string> = serverUrl
+  ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
+  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(mkdtempSync(path.join(tmpdir(), "tc-who-")), "pglite") };
 afterAll(async () => {
   if (!serverUrl) return;
   const pool = new pg.Pool({ connectionString: serverUrl, max: 1 });
@@ -25,7 +27,10 @@ afterAll(async () => {
 });
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], { env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "1", ...storage }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], {
+    env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "1", ...storage },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -39,7 +44,18 @@ const opsKey = "tck_operator-olga-0123456789abcdefghijklmnop";
 describe("identity from the CLI", () => {
   test("keys create --user, a configured personal key, cancel through the CLI, audit as JSON lines", async () => {
     // keys are made before the server starts (an embedded database has one owner at a time)
-    const made = await cli(["keys", "create", "--workspace", "who", "--user", "ada", "--name", "Ada Lovelace", "--roles", "approver,viewer"]);
+    const made = await cli([
+      "keys",
+      "create",
+      "--workspace",
+      "who",
+      "--user",
+      "ada",
+      "--name",
+      "Ada Lovelace",
+      "--roles",
+      "approver,viewer",
+    ]);
     expect(made.code).toBe(0);
     const created = JSON.parse(made.stdout) as { key: string; user: unknown };
     expect(created.user).toEqual({ id: "ada", name: "Ada Lovelace", roles: ["approver", "viewer"] });
@@ -50,12 +66,23 @@ describe("identity from the CLI", () => {
     expect([orphan.code, orphan.stderr.includes("--user")]).toEqual([2, true]);
 
     const srv = await startServer(
-      configFromEnv({ ...storage, PORT: "0", TOOLCHAIN_DEV_KEY: "0", TOOLCHAIN_AUTH_CACHE_MS: "0", TOOLCHAIN_API_KEYS: JSON.stringify([{ workspace: "who", key: opsKey, user: { id: "olga", name: "Olga", roles: ["operator"] } }]) }),
+      configFromEnv({
+        ...storage,
+        PORT: "0",
+        TOOLCHAIN_DEV_KEY: "0",
+        TOOLCHAIN_AUTH_CACHE_MS: "0",
+        TOOLCHAIN_API_KEYS: JSON.stringify([
+          { workspace: "who", key: opsKey, user: { id: "olga", name: "Olga", roles: ["operator"] } },
+        ]),
+      }),
       {},
       () => undefined,
     );
     try {
-      const run = await call(srv.url, "POST", "/api/tool-chains/run", { key: opsKey, body: { plan: { steps: [{ stepId: "w", skillName: "core.wait", arguments: { ms: 30_000 } }] }, wait: false } });
+      const run = await call(srv.url, "POST", "/api/tool-chains/run", {
+        key: opsKey,
+        body: { plan: { steps: [{ stepId: "w", skillName: "core.wait", arguments: { ms: 30_000 } }] }, wait: false },
+      });
       expect(run.status).toBe(202);
       expect(run.body.requestedBy).toMatchObject({ kind: "user", id: "olga", name: "Olga", via: "rest" });
       const runId = run.body.runId as string;
@@ -68,9 +95,16 @@ describe("identity from the CLI", () => {
 
       const audit = await cli(["audit", runId, "--url", srv.url, "--key", created.key]);
       expect(audit.code).toBe(0);
-      const lines = audit.stdout.trim().split("\n").map((l) => JSON.parse(l) as { seq: number; type: string; data: Record<string, unknown> });
+      const lines = audit.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { seq: number; type: string; data: Record<string, unknown> });
       expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
-      expect(lines.find((l) => l.type === "run_cancel_requested")!.data).toEqual({ reason: "wrong plan", by: { kind: "user", id: "olga", name: "Olga" }, via: "cli" });
+      expect(lines.find((l) => l.type === "run_cancel_requested")!.data).toEqual({
+        reason: "wrong plan",
+        by: { kind: "user", id: "olga", name: "Olga" },
+        via: "cli",
+      });
       expect(lines.at(-1)!.type).toBe("run_failed");
     } finally {
       await srv.close();

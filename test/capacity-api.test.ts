@@ -12,7 +12,12 @@ import { call, newKey, serveApi, type ApiUnderTest } from "./helpers/api.js";
 const amplification = {
   steps: [
     { stepId: "big", skillName: "core.pass", arguments: { value: "x".repeat(100_000) } },
-    { stepId: "fan", skillName: "core.pass", dependsOn: ["big"], arguments: { value: Array.from({ length: 1_000 }, () => ({ $ref: "steps.big" })) } },
+    {
+      stepId: "fan",
+      skillName: "core.pass",
+      dependsOn: ["big"],
+      arguments: { value: Array.from({ length: 1_000 }, () => ({ $ref: "steps.big" })) },
+    },
   ],
 };
 
@@ -37,8 +42,13 @@ describe(`capacity over HTTP on ${postgresBackend.name}`, () => {
   test("reference amplification fails fast with VALUE_TOO_LARGE naming the step and field; another workspace's run completes meanwhile", async () => {
     expect(JSON.stringify(amplification).length).toBeLessThan(130_000);
     const t0 = performance.now();
-    const amp = call(api.url, "POST", "/api/tool-chains/run", { key: keyA, body: { plan: amplification } }).then((r) => ({ r, ms: performance.now() - t0 }));
-    const other = call(api.url, "POST", "/api/tool-chains/run", { key: keyB, body: { plan: { steps: [{ stepId: "one", skillName: "core.pass", arguments: { value: 1 } }] } } }).then((r) => ({ r, ms: performance.now() - t0 }));
+    const amp = call(api.url, "POST", "/api/tool-chains/run", { key: keyA, body: { plan: amplification } }).then(
+      (r) => ({ r, ms: performance.now() - t0 }),
+    );
+    const other = call(api.url, "POST", "/api/tool-chains/run", {
+      key: keyB,
+      body: { plan: { steps: [{ stepId: "one", skillName: "core.pass", arguments: { value: 1 } }] } },
+    }).then((r) => ({ r, ms: performance.now() - t0 }));
     const [a, b] = await Promise.all([amp, other]);
     expect(b.r.status).toBe(200);
     expect(b.r.body.status).toBe("completed");
@@ -48,19 +58,37 @@ describe(`capacity over HTTP on ${postgresBackend.name}`, () => {
     const fan = a.r.body.steps.find((s: { stepId: string }) => s.stepId === "fan");
     expect(fan.status).toBe("failed");
     expect(fan.error.code).toBe("VALUE_TOO_LARGE");
-    expect(fan.error.message).toMatch(/^step "fan": arguments\.value\.\d+: the resolved arguments are larger than the value budget of 4 MiB/);
-    expect(fan.error.details).toMatchObject({ field: expect.stringMatching(/^arguments\.value\.\d+$/), limit: 4 * 1024 * 1024 });
+    expect(fan.error.message).toMatch(
+      /^step "fan": arguments\.value\.\d+: the resolved arguments are larger than the value budget of 4 MiB/,
+    );
+    expect(fan.error.details).toMatchObject({
+      field: expect.stringMatching(/^arguments\.value\.\d+$/),
+      limit: 4 * 1024 * 1024,
+    });
     // the run's history holds no copy of the 100 MB
     const events = await call(api.url, "GET", `/api/tool-chains/runs/${a.r.body.runId}/events`, { key: keyA });
     expect(events.text.length).toBeLessThan(1_000_000);
   });
 
   test("statically over the budget (a context value named 1,000 times): refused at validation, 400 VALUE_TOO_LARGE", async () => {
-    const plan = { steps: [{ stepId: "s1", skillName: "core.pass", arguments: { value: Array.from({ length: 1_000 }, () => ({ $ref: "context.blob" })) } }] };
-    const r = await call(api.url, "POST", "/api/tool-chains/run", { key: keyA, body: { plan, context: { blob: "c".repeat(100_000) } } });
+    const plan = {
+      steps: [
+        {
+          stepId: "s1",
+          skillName: "core.pass",
+          arguments: { value: Array.from({ length: 1_000 }, () => ({ $ref: "context.blob" })) },
+        },
+      ],
+    };
+    const r = await call(api.url, "POST", "/api/tool-chains/run", {
+      key: keyA,
+      body: { plan, context: { blob: "c".repeat(100_000) } },
+    });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("VALUE_TOO_LARGE");
-    expect(r.body.error.message).toContain('step "s1": arguments: the resolved arguments are larger than the value budget of 4 MiB');
+    expect(r.body.error.message).toContain(
+      'step "s1": arguments: the resolved arguments are larger than the value budget of 4 MiB',
+    );
   });
 });
 
@@ -95,13 +123,16 @@ describe("a flood from one address is refused before any work it does not need",
           sock.destroy();
         }
       });
-      sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: application/json\r\nContent-Length: 500000000\r\n\r\n`);
+      sock.write(
+        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: application/json\r\nContent-Length: 500000000\r\n\r\n`,
+      );
       sock.write(`{"plan":"${"p".repeat(1_000)}`);
     });
 
   test("a 429 answers a huge body without reading it, before helmet and the router", async () => {
     // spend the address's budget (bogus keys: 401, each counted)
-    for (let i = 0; i < 3; i++) expect((await call(api.url, "GET", "/api/skills", { key: `tck_bogus${i}` })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await call(api.url, "GET", "/api/skills", { key: `tck_bogus${i}` })).status).toBe(401);
     const t0 = performance.now();
     const r = await hugeBody("/api/tool-chains/run", key);
     expect(r.statusLine).toBe("HTTP/1.1 429 Too Many Requests");

@@ -12,7 +12,15 @@ import { defineSkill, hasSideEffects, type Skill } from "../src/skills/contract.
 
 const limits = { maxAttempts: 3, maxStepTimeoutMs: 300_000 };
 const mk = (name: string, o: Partial<Skill>): Skill =>
-  defineSkill({ name, description: name, input: z.object({}).passthrough(), sideEffects: "none", idempotent: true, execute: async () => ({}), ...o } as never) as Skill;
+  defineSkill({
+    name,
+    description: name,
+    input: z.object({}).passthrough(),
+    sideEffects: "none",
+    idempotent: true,
+    execute: async () => ({}),
+    ...o,
+  } as never) as Skill;
 const skills = new Map<string, Skill>(
   [
     mk("t.pure", {}),

@@ -28,11 +28,27 @@ const withoutOurSgr = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 describe("escaping (pure)", () => {
   test("esc shows every control as an escape; printable text, emoji and accents untouched", () => {
     expect(esc(hostile)).toBe("title\\u001b]52;c;SGVsbG8=\\u0007\\r\\u001b[2K\\u009b2K\\u202egnp.exe\\nforged line");
-    expect(esc("Plan → ✔ é 😀 \\ \"q\"")).toBe("Plan → ✔ é 😀 \\ \"q\"");
-    for (const c of ["\u0000", "\u007f", "\u0085", "\u061c", "\u200e", "\u200f", "\u2028", "\u2029", "\u202a", "\u2066", "\u2069", "\t"]) expect(RAW_CONTROL.test(esc(`a${c}b`)), JSON.stringify(c)).toBe(false);
+    expect(esc('Plan → ✔ é 😀 \\ "q"')).toBe('Plan → ✔ é 😀 \\ "q"');
+    for (const c of [
+      "\u0000",
+      "\u007f",
+      "\u0085",
+      "\u061c",
+      "\u200e",
+      "\u200f",
+      "\u2028",
+      "\u2029",
+      "\u202a",
+      "\u2066",
+      "\u2069",
+      "\t",
+    ])
+      expect(RAW_CONTROL.test(esc(`a${c}b`)), JSON.stringify(c)).toBe(false);
   });
   test("terminalLine keeps only the CLI's own newlines and colour codes", () => {
-    expect(terminalLine(`\x1b[1mbold\x1b[0m\nnext${OSC52}`)).toBe("\x1b[1mbold\x1b[0m\nnext\\u001b]52;c;SGVsbG8=\\u0007");
+    expect(terminalLine(`\x1b[1mbold\x1b[0m\nnext${OSC52}`)).toBe(
+      "\x1b[1mbold\x1b[0m\nnext\\u001b]52;c;SGVsbG8=\\u0007",
+    );
     expect(terminalLine("\x1b[2K\x1b[3F")).toBe("\\u001b[2K\\u001b[3F");
   });
 
@@ -44,23 +60,70 @@ describe("escaping (pure)", () => {
       createdAt: new Date(0).toISOString(),
       updatedAt: new Date(0).toISOString(),
       plan: { goal: hostile, steps: [{ stepId: "s", skillName: "core.pass", dependsOn: [], arguments: {} }] },
-      steps: [{ stepId: "s", skillName: "core.pass", dependsOn: [], status: "failed", attempts: 1, error: { code: "EXECUTION_FAILED", message: hostile } }],
+      steps: [
+        {
+          stepId: "s",
+          skillName: "core.pass",
+          dependsOn: [],
+          status: "failed",
+          attempts: 1,
+          error: { code: "EXECUTION_FAILED", message: hostile },
+        },
+      ],
       pendingConfirmations: [],
     } as never);
-    const pending = { stepId: "s", skillName: "qtable.task.records.create", arguments: { rows: [hostile] }, preview: { table: { name: hostile, id: "t1" }, count: 1, records: [{ title: hostile, estimateDays: 2 }] } };
+    const pending = {
+      stepId: "s",
+      skillName: "qtable.task.records.create",
+      arguments: { rows: [hostile] },
+      preview: { table: { name: hostile, id: "t1" }, count: 1, records: [{ title: hostile, estimateDays: 2 }] },
+    };
     const texts = [
       headerLine(m, { ...st, now: 1, width: 400, startedAt: 0 }),
       ...confirmationLines(pending as never, st),
       previewText({ other: hostile }),
-      formatEvent({ runId: "r1", seq: 1, type: "step_failed", stepId: "s", at: new Date(0).toISOString(), data: { error: { code: "EXECUTION_FAILED", message: hostile } } } as never),
-      formatEvent({ runId: "r1", seq: 2, type: "step_confirmed", stepId: "s", at: new Date(0).toISOString(), data: { decision: "approve", comment: hostile } } as never),
-      ...runsTable([{ runId: "r1", status: "completed", stepCount: 1, createdAt: new Date(0).toISOString(), finishedAt: null, goal: hostile, planId: null } as never], st),
-      summaryLine({ runId: "r1", status: "failed", steps: [], error: { code: "EXECUTION_FAILED", message: hostile } } as never, st),
+      formatEvent({
+        runId: "r1",
+        seq: 1,
+        type: "step_failed",
+        stepId: "s",
+        at: new Date(0).toISOString(),
+        data: { error: { code: "EXECUTION_FAILED", message: hostile } },
+      } as never),
+      formatEvent({
+        runId: "r1",
+        seq: 2,
+        type: "step_confirmed",
+        stepId: "s",
+        at: new Date(0).toISOString(),
+        data: { decision: "approve", comment: hostile },
+      } as never),
+      ...runsTable(
+        [
+          {
+            runId: "r1",
+            status: "completed",
+            stepCount: 1,
+            createdAt: new Date(0).toISOString(),
+            finishedAt: null,
+            goal: hostile,
+            planId: null,
+          } as never,
+        ],
+        st,
+      ),
+      summaryLine(
+        { runId: "r1", status: "failed", steps: [], error: { code: "EXECUTION_FAILED", message: hostile } } as never,
+        st,
+      ),
       ...outputLines({ result: { outputs: { s: hostile }, memory: {} } } as never, 1_000),
     ];
     for (const t of texts) {
       expect(RAW_CONTROL.test(withoutOurSgr(t)), JSON.stringify(t)).toBe(false);
-      expect(t.split("\n").some((l) => l.startsWith("forged line")), t).toBe(false);
+      expect(
+        t.split("\n").some((l) => l.startsWith("forged line")),
+        t,
+      ).toBe(false);
     }
     expect(texts.join("\n")).toContain("\\u001b]52;c;SGVsbG8=");
     expect(texts[0]).toContain("\x1b[2m"); // the CLI's own colour codes are kept
@@ -74,7 +137,10 @@ describe(`the CLI prints run data inert (${serverUrl ? "server Postgres" : "embe
     : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")) };
   const cli = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], { env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", ...storage }, stdio: ["ignore", "pipe", "pipe"] });
+      const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], {
+        env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", ...storage },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let stdout = "";
       let stderr = "";
       proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

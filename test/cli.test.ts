@@ -30,12 +30,24 @@ const storage: Record<string, string> = serverUrl
   : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")), TOOLCHAIN_SCHEMA: schema };
 const demoSchema = serverUrl ? freshSchema("cli2demo") : "toolchain";
 const serverSchema = serverUrl ? freshSchema("cli2srv") : "toolchain";
-const demoStorage: Record<string, string> = serverUrl ? { TOOLCHAIN_SCHEMA: demoSchema } : { TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "demo-pglite")) };
-const baseEnv = () => ({ ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "", ...storage });
+const demoStorage: Record<string, string> = serverUrl
+  ? { TOOLCHAIN_SCHEMA: demoSchema }
+  : { TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "demo-pglite")) };
+const baseEnv = () => ({
+  ...process.env,
+  REDIS_URL: "",
+  TOOLCHAIN_URL: "",
+  TOOLCHAIN_API_KEY: "",
+  NO_COLOR: "",
+  ...storage,
+});
 
 /** The CLI in a child: its prebuilt bundle (test/helpers/prebuilt.ts), or `bin` (what `npx toolchain` runs). */
 function cli(args: string[], env: Record<string, string> = {}, bin?: "src/cli/bin.js"): Promise<Out> {
-  const proc = spawn(process.execPath, [...(bin ? [bin] : nodeArgs("src/cli/main.ts")), ...args], { env: { ...baseEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...(bin ? [bin] : nodeArgs("src/cli/main.ts")), ...args], {
+    env: { ...baseEnv(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -48,9 +60,16 @@ function cli(args: string[], env: Record<string, string> = {}, bin?: "src/cli/bi
  * The CLI in a pseudo-terminal (`script -qfec`): `answers` are typed (with Enter) each time the
  * output shows the matching prompt text; the output is everything the terminal received.
  */
-function pty(args: string[], answers: { when: RegExp; type: string }[], env: Record<string, string> = {}): Promise<Out> {
+function pty(
+  args: string[],
+  answers: { when: RegExp; type: string }[],
+  env: Record<string, string> = {},
+): Promise<Out> {
   const cmd = `stty cols 120 rows 40; exec ${[process.execPath, ...nodeArgs("src/cli/main.ts"), ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")}`;
-  const proc = spawn("script", ["-qfec", cmd, "/dev/null"], { env: { ...baseEnv(), TERM: "xterm-256color", ...env }, stdio: ["pipe", "pipe", "pipe"] });
+  const proc = spawn("script", ["-qfec", cmd, "/dev/null"], {
+    env: { ...baseEnv(), TERM: "xterm-256color", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let stdout = "";
   let answered = 0;
   // each answer is typed once its prompt appears after the previous answer was typed
@@ -65,7 +84,9 @@ function pty(args: string[], answers: { when: RegExp; type: string }[], env: Rec
     }
   });
   const timer = setTimeout(() => proc.kill("SIGKILL"), 240_000);
-  return new Promise((resolve) => proc.on("exit", (code) => (clearTimeout(timer), proc.stdin.end(), resolve({ code, stdout, stderr: "" }))));
+  return new Promise((resolve) =>
+    proc.on("exit", (code) => (clearTimeout(timer), proc.stdin.end(), resolve({ code, stdout, stderr: "" }))),
+  );
 }
 
 function file(name: string, value: unknown): string {
@@ -99,16 +120,30 @@ const tree = file("tree.json", {
     { stepId: "fetch", skillName: "core.wait", arguments: { ms: 300, value: { n: 1 } } },
     { stepId: "left", skillName: "core.wait", dependsOn: ["fetch"], arguments: { ms: 600, value: 2 } },
     { stepId: "right", skillName: "core.wait", dependsOn: ["fetch"], arguments: { ms: 200, value: 3 } },
-    { stepId: "join", skillName: "core.pass", dependsOn: ["left", "right"], arguments: { value: { $ref: "steps.left" } }, requireConfirmation: true },
+    {
+      stepId: "join",
+      skillName: "core.pass",
+      dependsOn: ["left", "right"],
+      arguments: { value: { $ref: "steps.left" } },
+      requireConfirmation: true,
+    },
   ],
 });
 const good = file("good.json", {
   steps: [
     { stepId: "a", skillName: "core.pass", arguments: { value: { n: 1 } } },
-    { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a.n" } }, requireConfirmation: true },
+    {
+      stepId: "b",
+      skillName: "core.pass",
+      dependsOn: ["a"],
+      arguments: { value: { $ref: "steps.a.n" } },
+      requireConfirmation: true,
+    },
   ],
 });
-const failing = file("failing.json", { steps: [{ stepId: "x", skillName: "core.fail", arguments: { code: "EXECUTION_FAILED" }, retry: { maxAttempts: 1 } }] });
+const failing = file("failing.json", {
+  steps: [{ stepId: "x", skillName: "core.fail", arguments: { code: "EXECUTION_FAILED" }, retry: { maxAttempts: 1 } }],
+});
 const edited = file("edited-arguments.json", { value: 42 });
 // two confirmations in parallel, for the prompt asked twice
 const twoApprovals = file("two.json", {
@@ -121,7 +156,8 @@ const twoApprovals = file("two.json", {
 afterAll(async () => {
   if (!serverUrl) return;
   const pool = new pg.Pool({ connectionString: serverUrl, max: 1 });
-  for (const s of [schema, demoSchema, serverSchema]) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
+  for (const s of [schema, demoSchema, serverSchema])
+    await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
   await pool.end();
 });
 
@@ -136,24 +172,43 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
     // one line per event, in order, nothing redrawn on a pipe
     expect(r.stdout).not.toContain("\x1b[");
     const types = [...r.stdout.matchAll(/^#\s*\d+ \d\d:\d\d:\d\d\.\d{3} (\w+)/gm)].map((m) => m[1]);
-    expect(types).toEqual(["planning_started", "planning_completed", "step_started", "step_completed", "step_started", "step_started", "step_completed", "step_completed", "step_waiting_confirmation", "run_waiting_confirmation"]);
+    expect(types).toEqual([
+      "planning_started",
+      "planning_completed",
+      "step_started",
+      "step_completed",
+      "step_started",
+      "step_started",
+      "step_completed",
+      "step_completed",
+      "step_waiting_confirmation",
+      "run_waiting_confirmation",
+    ]);
     expect(r.stdout).toMatch(/step_started\s+fetch\s+attempt 1 · core\.wait/);
     expect(r.stdout).toContain('Step "join" (core.pass) waits for confirmation.');
     expect(r.stdout).toMatch(/Resolved arguments:\n {2}\{\n {4}"value": 2\n {2}\}/);
     expect(r.stdout).toContain(`npx toolchain approve ${runId} join    # or: reject`);
-    expect(r.stdout).toMatch(new RegExp(`run ${runId} waiting confirmation in .* · 3 completed, 1 waiting confirmation`));
+    expect(r.stdout).toMatch(
+      new RegExp(`run ${runId} waiting confirmation in .* · 3 completed, 1 waiting confirmation`),
+    );
 
     const a = await cli(["approve", runId, "join", "--arguments", edited, "--comment", "checked", "--json"]);
     expect(a.code).toBe(0);
     const view = JSON.parse(a.stdout);
-    expect(view).toMatchObject({ runId, status: "completed", result: { outputs: { fetch: { n: 1 }, left: 2, right: 3, join: 42 } } });
+    expect(view).toMatchObject({
+      runId,
+      status: "completed",
+      result: { outputs: { fetch: { n: 1 }, left: 2, right: 3, join: 42 } },
+    });
 
     const s = await cli(["show", runId]);
     expect(s.code).toBe(0);
     const out = s.stdout;
     expect(out).toMatch(new RegExp(`^run ${runId} · completed · 4/4 steps done`));
     // the steps as a tree: fetch at the root, left and right under it, join under the deeper of them
-    expect(out).toMatch(/Steps\n {2}✔ fetch +core\.wait +completed +attempt 1 +\d+ ms\n {2}├─ ✔ left .*\n {2}└─ ✔ right .*\n {5}└─ ✔ join .*approved: checked · after left/);
+    expect(out).toMatch(
+      /Steps\n {2}✔ fetch +core\.wait +completed +attempt 1 +\d+ ms\n {2}├─ ✔ left .*\n {2}└─ ✔ right .*\n {5}└─ ✔ join .*approved by \S+: checked · after left/,
+    );
     // the timeline: one bar per step on one axis, the confirmation wait as ░ before join ran
     const timeline = out.slice(out.indexOf("Timeline"), out.indexOf("Events ("));
     expect(timeline).toMatch(/ {2}fetch +[·█]*█[·█]* /);
@@ -167,11 +222,25 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
   }, 600_000);
 
   test("--request plans then runs, --yes approves; a failure exits 1, a rejection exits 1; runs lists them newest first and filters by status", async () => {
-    const planned = await cli(["run", "--request", "Plan an approval system, estimate the effort and put the tasks into the current table", "--context", '{"table":{"id":"Tasks"},"startDate":"2026-12-07"}', "--yes", "--json"]);
+    const planned = await cli([
+      "run",
+      "--request",
+      "Plan an approval system, estimate the effort and put the tasks into the current table",
+      "--context",
+      '{"table":{"id":"Tasks"},"startDate":"2026-12-07"}',
+      "--yes",
+      "--json",
+    ]);
     expect(planned.code).toBe(0);
     const pv = JSON.parse(planned.stdout);
     expect(pv).toMatchObject({ status: "completed", planning: { kind: "fallback" } });
-    expect(pv.steps.map((s: { stepId: string; status: string }) => `${s.stepId}:${s.status}`)).toEqual(["split:completed", "estimate:completed", "schema:completed", "gantt:completed", "create:completed"]);
+    expect(pv.steps.map((s: { stepId: string; status: string }) => `${s.stepId}:${s.status}`)).toEqual([
+      "split:completed",
+      "estimate:completed",
+      "schema:completed",
+      "gantt:completed",
+      "create:completed",
+    ]);
 
     const f = await cli(["run", failing]);
     expect(f.code).toBe(1);
@@ -181,14 +250,19 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
     const w = await cli(["run", good, "--json"]);
     expect(w.code).toBe(3);
     const waiting = JSON.parse(w.stdout);
-    expect(waiting).toMatchObject({ status: "waiting_confirmation", pendingConfirmations: [{ stepId: "b", arguments: { value: 1 } }] });
+    expect(waiting).toMatchObject({
+      status: "waiting_confirmation",
+      pendingConfirmations: [{ stepId: "b", arguments: { value: 1 } }],
+    });
     const rej = await cli(["reject", waiting.runId, "b", "--comment", "not now"]);
     expect(rej.code).toBe(1);
     expect(rej.stdout).toMatch(/step_confirmed +b +reject: not now/);
     expect(rej.stdout).toMatch(/run \S+ failed in .*REJECTED/);
     const again = await cli(["approve", waiting.runId, "b"]);
     expect(again.code).toBe(2);
-    expect(again.stderr).toContain(`CONFIRMATION_NOT_PENDING: step "b" of run ${waiting.runId} is not waiting for confirmation`);
+    expect(again.stderr).toContain(
+      `CONFIRMATION_NOT_PENDING: step "b" of run ${waiting.runId} is not waiting for confirmation`,
+    );
 
     const list = await cli(["runs"]);
     expect(list.code).toBe(0);
@@ -232,9 +306,14 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^ {2}run \[options\] \[plan\] +run a plan \(or a request\) with live progress$/m);
-    expect(help.stdout).toContain("2 usage error or coded error (CODE: message on stderr), 3 the run waits for a confirmation.");
+    expect(help.stdout).toContain(
+      "2 usage error or coded error (CODE: message on stderr), 3 the run waits for a confirmation.",
+    );
     const none = await cli(["run"]);
-    expect([none.code, none.stderr.trim()]).toEqual([2, 'usage: run: give a plan file (toolchain run plan.json) or --request "…"']);
+    expect([none.code, none.stderr.trim()]).toEqual([
+      2,
+      'usage: run: give a plan file (toolchain run plan.json) or --request "…"',
+    ]);
     const both = await cli(["run", good, "--request", "x"]);
     expect([both.code, both.stderr.trim()]).toEqual([2, "usage: run: give a plan file or --request, not both"]);
     const missing = await cli(["approve", "only-a-run-id"]);
@@ -255,14 +334,19 @@ describe(`toolchain CLI, piped (${serverUrl ? "server Postgres" : "embedded"})`,
 
 describe("toolchain CLI in a pseudo-terminal", () => {
   test("the step tree is redrawn in place as events arrive; the prompt shows the arguments and takes the answer from stdin", async () => {
-    const r = await pty(["run", tree], [{ when: /Decide "join": \[y\] approve {2}\[n\] reject {2}\[Enter\] leave it waiting/, type: "y" }]);
+    const r = await pty(
+      ["run", tree],
+      [{ when: /Decide "join": \[y\] approve {2}\[n\] reject {2}\[Enter\] leave it waiting/, type: "y" }],
+    );
     expect(r.code).toBe(0);
     // redrawn in place: back up over the previous frame (header + 4 steps) and rewrite it
     expect(r.stdout).toContain("\x1b[5F\x1b[2K");
     const frames = stripAnsi(r.stdout).split(/\r?\n(?=run \S+ · )/);
     expect(frames.length).toBeGreaterThan(4);
     // some frame shows left still running while right is done (the two ran in parallel)
-    expect(frames.some((f) => /▶ left +core\.wait +running +attempt 1/.test(f) && /✔ right +core\.wait +completed/.test(f))).toBe(true);
+    expect(
+      frames.some((f) => /▶ left +core\.wait +running +attempt 1/.test(f) && /✔ right +core\.wait +completed/.test(f)),
+    ).toBe(true);
     const plain = stripAnsi(r.stdout);
     expect(plain).toMatch(/\? join +core\.pass +waiting confirmation +waiting for confirmation · after left/);
     expect(plain).toMatch(/Resolved arguments:\r?\n {2}\{\r?\n {4}"value": 2/);
@@ -277,15 +361,18 @@ describe("toolchain CLI in a pseudo-terminal", () => {
   }, 300_000);
 
   test("two confirmations: rejecting one asks for the other; Enter leaves it waiting (exit 3)", async () => {
-    const r = await pty(["run", twoApprovals], [
-      { when: /Decide "p1"/, type: "n" },
-      { when: /Decide "p2"/, type: "" },
-    ]);
+    const r = await pty(
+      ["run", twoApprovals],
+      [
+        { when: /Decide "p1"/, type: "n" },
+        { when: /Decide "p2"/, type: "" },
+      ],
+    );
     expect(r.code).toBe(3);
     const plain = stripAnsi(r.stdout);
     expect(plain).toContain('Rejecting "p1"…');
     expect(plain).toMatch(/✖ p1 +core\.pass +failed +REJECTED/);
-    expect(plain).toMatch(/Run \S+ waits for confirmation of "p2"; nothing was decided/);
+    expect(plain).toMatch(/Run \S+ still waits for confirmation of "p2" \(left waiting\)/);
   }, 300_000);
 });
 
@@ -295,7 +382,11 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
   let key: string;
   beforeAll(async () => {
     // the server's own storage: the CLI touches no database in this mode
-    opened = await openRuntime(serverUrl ? { databaseUrl: serverUrl, schema: serverSchema, poolSize: 2 } : { dataDir: seedDataDir(path.join(dir, "server-pglite")), schema: "toolchain" });
+    opened = await openRuntime(
+      serverUrl
+        ? { databaseUrl: serverUrl, schema: serverSchema, poolSize: 2 }
+        : { dataDir: seedDataDir(path.join(dir, "server-pglite")), schema: "toolchain" },
+    );
     const access = new PgAccessStore(opened.db);
     api = await serveApi(opened.runtime, opened.db, { access });
     key = await newKey(access, "remote");
@@ -328,7 +419,9 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
     expect(s.stdout).toContain("Events (14)");
 
     const runs = JSON.parse((await cli(["runs", "--json"], { TOOLCHAIN_URL: api.url, TOOLCHAIN_API_KEY: key })).stdout);
-    expect(runs.runs.map((x: { runId: string; status: string }) => [x.runId, x.status])).toEqual([[runId, "completed"]]);
+    expect(runs.runs.map((x: { runId: string; status: string }) => [x.runId, x.status])).toEqual([
+      [runId, "completed"],
+    ]);
 
     const failed = await cli(["run", failing, "--json", "--url", api.url, "--key", key]);
     expect(failed.code).toBe(1);
@@ -341,13 +434,30 @@ describe("toolchain CLI against a running server (--url, --key)", () => {
 
     // plan on the server, written to a file, then run from it
     const planFile = path.join(dir, "planned.json");
-    const planned = await cli(["plan", "--request", "Plan an approval system and put the tasks into the current table", "--context", '{"table":{"id":"Tasks"}}', "--out", planFile], remote);
+    const planned = await cli(
+      [
+        "plan",
+        "--request",
+        "Plan an approval system and put the tasks into the current table",
+        "--context",
+        '{"table":{"id":"Tasks"}}',
+        "--out",
+        planFile,
+      ],
+      remote,
+    );
     expect(planned.code).toBe(0);
     expect(planned.stdout).toMatch(/^planned by the fallback planner/);
     expect(planned.stdout).toMatch(/└─ create +qtable\.task\.records\.create +asks for confirmation · after schema/);
     expect(planned.stdout).toContain(`written to ${planFile}; run it: npx toolchain run ${planFile}`);
     const fromFile = JSON.parse(readFileSync(planFile, "utf8"));
-    expect(fromFile.steps.map((x: { stepId: string }) => x.stepId)).toEqual(["split", "estimate", "schema", "gantt", "create"]);
+    expect(fromFile.steps.map((x: { stepId: string }) => x.stepId)).toEqual([
+      "split",
+      "estimate",
+      "schema",
+      "gantt",
+      "create",
+    ]);
 
     const bad = await cli(["runs", "--url", api.url, "--key", "tck_wrong"]);
     expect(bad.code).toBe(2);

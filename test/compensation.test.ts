@@ -22,7 +22,8 @@ function expectSagaInvariants(ledger: EffectLedger, events: RunEvent[], view: Ru
   expect(undone).toEqual([...writes].reverse());
   for (const n of ledger.compensations.values()) expect(n).toBe(1);
   for (const s of view.steps) {
-    if (writes.includes(s.stepId)) expect(s).toMatchObject({ status: "rolled_back", rollback: { status: "rolled_back" } });
+    if (writes.includes(s.stepId))
+      expect(s).toMatchObject({ status: "rolled_back", rollback: { status: "rolled_back" } });
     else expect(s.status).not.toBe("rolled_back");
   }
 }
@@ -42,7 +43,13 @@ describe("compensation matrix (fail_fast)", () => {
         );
         const { events, view } = await settle(rt.run({ onFailure: "fail_fast", rollbackMode: mode, steps }));
         expect(view.status).toBe(pos === 0 ? "failed" : "rolled_back");
-        expect(ledger.log).toEqual([...chainIds.slice(0, pos).map((x) => `effect:${x}`), ...chainIds.slice(0, pos).reverse().map((x) => `undo:${x}`)]);
+        expect(ledger.log).toEqual([
+          ...chainIds.slice(0, pos).map((x) => `effect:${x}`),
+          ...chainIds
+            .slice(0, pos)
+            .reverse()
+            .map((x) => `undo:${x}`),
+        ]);
         for (const id of chainIds.slice(pos)) expect(step(view, id).status).toBe("cancelled");
         expectSagaInvariants(ledger, events, view);
       });
@@ -51,11 +58,23 @@ describe("compensation matrix (fail_fast)", () => {
       test(`${mode}: fan-out/fan-in failing at ${failing}`, async () => {
         const ledger = new EffectLedger();
         const rt = createRuntime({ skills: [effectSkill(ledger)] });
-        const shape: [string, string[]][] = [["root", []], ["a", ["root"]], ["b", ["root"]], ["c", ["root"]], ["join", ["a", "b", "c"]], ["tail", ["join"]]];
+        const shape: [string, string[]][] = [
+          ["root", []],
+          ["a", ["root"]],
+          ["b", ["root"]],
+          ["c", ["root"]],
+          ["join", ["a", "b", "c"]],
+          ["tail", ["join"]],
+        ];
         const steps = shape.map(([id, deps]) =>
           id === failing
             ? { stepId: id, skillName: "core.fail", dependsOn: deps, retry: fast }
-            : { stepId: id, skillName: "test.effect", dependsOn: deps, arguments: { label: id, ms: id === "b" || id === "c" ? 5 : 0 } },
+            : {
+                stepId: id,
+                skillName: "test.effect",
+                dependsOn: deps,
+                arguments: { label: id, ms: id === "b" || id === "c" ? 5 : 0 },
+              },
         );
         const { events, view } = await settle(rt.run({ onFailure: "fail_fast", rollbackMode: mode, steps }));
         // root failing leaves nothing to undo (failed); any later failure finds root completed (rolled_back)
@@ -64,7 +83,9 @@ describe("compensation matrix (fail_fast)", () => {
         expectSagaInvariants(ledger, events, view);
         // a join is undone before the branches it depended on
         const undone = ledger.log.filter((l) => l.startsWith("undo:"));
-        if (undone.includes("undo:join")) for (const b of ["a", "b", "c"]) expect(undone.indexOf("undo:join")).toBeLessThan(undone.indexOf(`undo:${b}`));
+        if (undone.includes("undo:join"))
+          for (const b of ["a", "b", "c"])
+            expect(undone.indexOf("undo:join")).toBeLessThan(undone.indexOf(`undo:${b}`));
         if (undone.includes("undo:root")) expect(undone.at(-1)).toBe("undo:root");
       });
     }
@@ -79,7 +100,12 @@ describe("compensation behaviour", () => {
       rt.run({
         onFailure: "fail_fast",
         steps: [
-          { stepId: "w", skillName: "test.effect", arguments: { label: "w" }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+          {
+            stepId: "w",
+            skillName: "test.effect",
+            arguments: { label: "w" },
+            retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } },
+          },
           { stepId: "boom", skillName: "core.fail", dependsOn: ["w"], retry: fast },
         ],
       }),
@@ -97,7 +123,13 @@ describe("compensation behaviour", () => {
         onFailure: "fail_fast",
         steps: [
           { stepId: "w1", skillName: "test.effect", arguments: { label: "w1" } },
-          { stepId: "bad", skillName: "test.broken", dependsOn: ["w1"], arguments: { label: "bad" }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+          {
+            stepId: "bad",
+            skillName: "test.broken",
+            dependsOn: ["w1"],
+            arguments: { label: "bad" },
+            retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } },
+          },
           { stepId: "w2", skillName: "test.effect", dependsOn: ["bad"], arguments: { label: "w2" } },
           { stepId: "boom", skillName: "core.fail", dependsOn: ["w2"], retry: fast },
         ],
@@ -105,14 +137,19 @@ describe("compensation behaviour", () => {
     );
     expect(view.status).toBe("rollback_failed");
     expect(ledger.log).toEqual(["effect:w1", "effect:bad", "effect:w2", "undo:w2", "undo:w1"]);
-    expect(step(view, "bad")).toMatchObject({ status: "rollback_failed", rollback: { status: "rollback_failed", error: { code: "TRANSIENT" } } });
+    expect(step(view, "bad")).toMatchObject({
+      status: "rollback_failed",
+      rollback: { status: "rollback_failed", error: { code: "TRANSIENT" } },
+    });
     expect(step(view, "w1").rollback).toMatchObject({ status: "rolled_back" });
     expect(events.find((e) => e.type === "rollback_completed")!.data).toMatchObject({ ok: false, failures: 1 });
   });
 
   test("a side effect with no compensation is reported not_compensable, never counted as rolled back", async () => {
     const ledger = new EffectLedger();
-    const rt = createRuntime({ skills: [effectSkill(ledger), effectSkill(ledger, { name: "test.irreversible", compensable: false })] });
+    const rt = createRuntime({
+      skills: [effectSkill(ledger), effectSkill(ledger, { name: "test.irreversible", compensable: false })],
+    });
     const { view } = await settle(
       rt.run({
         onFailure: "fail_fast",
@@ -124,7 +161,10 @@ describe("compensation behaviour", () => {
       }),
     );
     expect(view.status).toBe("rollback_failed");
-    expect(step(view, "email")).toMatchObject({ status: "completed", rollback: { status: "not_compensable", error: { code: "NOT_COMPENSABLE" } } });
+    expect(step(view, "email")).toMatchObject({
+      status: "completed",
+      rollback: { status: "not_compensable", error: { code: "NOT_COMPENSABLE" } },
+    });
     expect(step(view, "w").status).toBe("rolled_back");
   });
 
@@ -136,7 +176,12 @@ describe("compensation behaviour", () => {
       rt.run({
         onFailure: "fail_fast",
         steps: [
-          { stepId: "create", skillName: "test.create_records", arguments: { titles: ["design", "build"] }, rollback: { kind: "delete_created_records" } },
+          {
+            stepId: "create",
+            skillName: "test.create_records",
+            arguments: { titles: ["design", "build"] },
+            rollback: { kind: "delete_created_records" },
+          },
           { stepId: "boom", skillName: "core.fail", dependsOn: ["create"], retry: fast },
         ],
       }),
@@ -168,7 +213,11 @@ describe("compensation behaviour", () => {
             stepId: "create",
             skillName: "test.create_records",
             arguments: { titles: ["x"] },
-            rollback: { kind: "skill", skillName: "test.undo", arguments: { ids: { $ref: "self.output.ids" }, reason: { $ref: "self.input.titles.0" } } },
+            rollback: {
+              kind: "skill",
+              skillName: "test.undo",
+              arguments: { ids: { $ref: "self.output.ids" }, reason: { $ref: "self.input.titles.0" } },
+            },
           },
           { stepId: "boom", skillName: "core.fail", dependsOn: ["create"], retry: fast },
         ],
@@ -181,9 +230,12 @@ describe("compensation behaviour", () => {
   test("strict mode refuses a plan with an uncompensable side effect before anything runs", () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger, { name: "test.irreversible", compensable: false })] });
-    expect(() => rt.run({ rollbackMode: "strict", steps: [{ stepId: "email", skillName: "test.irreversible", arguments: { label: "e" } }] })).toThrow(
-      expect.objectContaining({ code: "NOT_COMPENSABLE" }),
-    );
+    expect(() =>
+      rt.run({
+        rollbackMode: "strict",
+        steps: [{ stepId: "email", skillName: "test.irreversible", arguments: { label: "e" } }],
+      }),
+    ).toThrow(expect.objectContaining({ code: "NOT_COMPENSABLE" }));
     expect(ledger.total()).toBe(0);
   });
 });
@@ -205,7 +257,13 @@ describe.each(backends)("strict rollback waits for an operator on $name", (backe
         rollbackMode: "strict",
         steps: [
           { stepId: "w1", skillName: "test.effect", arguments: { label: "w1" } },
-          { stepId: "bad", skillName: "test.broken", dependsOn: ["w1"], arguments: { label: "bad" }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+          {
+            stepId: "bad",
+            skillName: "test.broken",
+            dependsOn: ["w1"],
+            arguments: { label: "bad" },
+            retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } },
+          },
           { stepId: "w2", skillName: "test.effect", dependsOn: ["bad"], arguments: { label: "w2" } },
           { stepId: "boom", skillName: "core.fail", dependsOn: ["w2"], retry: fast },
         ],
@@ -220,14 +278,35 @@ describe.each(backends)("strict rollback waits for an operator on $name", (backe
     expect(ledger.log).toEqual(["effect:w1", "effect:bad", "effect:w2", "undo:w2"]);
     expect(step(view, "w1")).toMatchObject({ status: "completed", rollback: { status: "pending" } });
     expect(step(view, "bad")).toMatchObject({ status: "rollback_failed", rollback: { status: "rollback_failed" } });
-    expect(view.pendingConfirmations).toEqual([expect.objectContaining({ stepId: "bad", kind: "compensation", round: 102 })]);
+    expect(view.pendingConfirmations).toEqual([
+      expect.objectContaining({ stepId: "bad", kind: "compensation", round: 102 }),
+    ]);
   });
 
   test("operator: skip leaves that step undone and continues; the run ends rollback_failed", async () => {
     const { rt, view, ledger } = await blockedRun(Number.POSITIVE_INFINITY);
-    await expect(rt.confirm(view.runId, { stepId: "bad", decision: "mark_done" })).rejects.toMatchObject({ code: "INVALID_DECISION" });
-    const done = await settle(await rt.confirm(view.runId, { stepId: "bad", decision: "skip" }));
+    await expect(rt.confirm(view.runId, { stepId: "bad", decision: "mark_done" })).rejects.toMatchObject({
+      code: "INVALID_DECISION",
+    });
+    const done = await settle(
+      await rt.confirm(
+        view.runId,
+        { stepId: "bad", decision: "skip", comment: "done by hand" },
+        { by: { kind: "user", id: "ops", name: "Ops" }, via: "cli" },
+      ),
+    );
     expect(done.view.status).toBe("rollback_failed");
+    // the compensation decision names who took it
+    const decided = (await rt.events(view.runId)).filter((e) => e.type === "step_confirmed" && e.stepId === "bad");
+    expect(decided.map((e) => e.data)).toEqual([
+      {
+        decision: "skip",
+        kind: "compensation",
+        comment: "done by hand",
+        by: { kind: "user", id: "ops", name: "Ops" },
+        via: "cli",
+      },
+    ]);
     expect(done.view.pendingConfirmations).toEqual([]);
     expect(ledger.log).toEqual(["effect:w1", "effect:bad", "effect:w2", "undo:w2", "undo:w1"]);
     expect(step(done.view, "bad").rollback!.error!.message).toContain("skipped by operator");
@@ -247,5 +326,18 @@ describe.each(backends)("strict rollback waits for an operator on $name", (backe
     expect(done.view.status).toBe("rolled_back");
     expect(ledger.log).toEqual(["effect:w1", "effect:bad", "effect:w2", "undo:w2", "undo:bad", "undo:w1"]);
     for (const n of ledger.compensations.values()) expect(n).toBe(1);
+  });
+
+  test("the wait for the operator and the resumed rollback each end the run with their own terminal event", async () => {
+    const { rt, view } = await blockedRun(2);
+    const done = await settle(await rt.confirm(view.runId, { stepId: "bad", decision: "approve" }));
+    const ends = (await rt.events(view.runId)).filter((e) => e.type === "run_failed" || e.type === "run_completed");
+    // the wait's end is written back when its drive stops at the operator's interrupt; the observer's
+    // after the retry was dropped as a duplicate of it when both were keyed `run_failed::`
+    expect(ends.map((e) => [e.key, e.data.status])).toEqual([
+      ["run_failed::rollback@102", "rollback_failed"],
+      ["run_failed::", "rolled_back"],
+    ]);
+    expect(done.view.status).toBe("rolled_back");
   });
 });

@@ -34,12 +34,26 @@ describe.each(backends)("confirmation on $name", (backend) => {
       rt.run({
         steps: [
           { stepId: "prep", skillName: "test.gate", arguments: { gate: "prep", value: "Q3 report" } },
-          { stepId: "pub", skillName: "test.publish", dependsOn: ["prep"], arguments: { title: { $ref: "steps.prep" } } },
+          {
+            stepId: "pub",
+            skillName: "test.publish",
+            dependsOn: ["prep"],
+            arguments: { title: { $ref: "steps.prep" } },
+          },
         ],
       }),
     );
     expect(first.view.status).toBe("waiting_confirmation");
-    expect(first.view.pendingConfirmations).toEqual([{ stepId: "pub", skillName: "test.publish", arguments: { title: "Q3 report" }, preview: { willPublish: "Q3 report" }, round: 0, kind: "confirmation" }]);
+    expect(first.view.pendingConfirmations).toEqual([
+      {
+        stepId: "pub",
+        skillName: "test.publish",
+        arguments: { title: "Q3 report" },
+        preview: { willPublish: "Q3 report" },
+        round: 0,
+        kind: "confirmation",
+      },
+    ]);
     expect(ledger.total()).toBe(0);
     expect(first.events.at(-1)!.type).toBe("run_waiting_confirmation");
 
@@ -51,19 +65,34 @@ describe.each(backends)("confirmation on $name", (backend) => {
     expect(calls.get("prep")).toBe(1);
     // numbering continues across the resume
     expect(second.events[0]!.seq).toBe(first.events.at(-1)!.seq + 1);
-    expect(second.events.map((e) => e.type)).toEqual(["step_confirmed", "step_started", "step_completed", "run_completed"]);
+    expect(second.events.map((e) => e.type)).toEqual([
+      "step_confirmed",
+      "step_started",
+      "step_completed",
+      "run_completed",
+    ]);
   });
 
   test("approve with edited arguments (validated again); invalid edits are refused and change nothing", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await settle(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "draft" } }] }));
-    await expect(rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "" } })).rejects.toMatchObject({
+    const { view } = await settle(
+      rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "draft" } }] }),
+    );
+    await expect(
+      rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "" } }),
+    ).rejects.toMatchObject({
       code: "INVALID_ARGUMENTS",
       message: expect.stringContaining("edited arguments do not match test.publish"),
     });
     expect((await rt.getRun(view.runId)).status).toBe("waiting_confirmation");
-    const done = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "final" } }));
-    expect(step(done.view, "pub")).toMatchObject({ status: "completed", input: { title: "final" }, output: { published: "final" } });
+    const done = await settle(
+      await rt.confirm(view.runId, { stepId: "pub", decision: "approve", arguments: { title: "final" } }),
+    );
+    expect(step(done.view, "pub")).toMatchObject({
+      status: "completed",
+      input: { title: "final" },
+      output: { published: "final" },
+    });
     expect(ledger.log).toEqual(["publish:final"]);
   });
 
@@ -80,7 +109,10 @@ describe.each(backends)("confirmation on $name", (backend) => {
     );
     const done = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "reject", comment: "not now" }));
     expect(done.view.status).toBe("failed");
-    expect(step(done.view, "pub")).toMatchObject({ status: "failed", error: { code: "REJECTED", message: "rejected: not now" } });
+    expect(step(done.view, "pub")).toMatchObject({
+      status: "failed",
+      error: { code: "REJECTED", message: "rejected: not now" },
+    });
     expect(step(done.view, "after").status).toBe("skipped");
     expect(step(done.view, "indep").status).toBe("completed");
     expect(ledger.total()).toBe(0);
@@ -88,18 +120,36 @@ describe.each(backends)("confirmation on $name", (backend) => {
 
   test("a decision for a step that is not waiting is refused; the same decision twice resumes once", async () => {
     const { rt, ledger } = await setup();
-    const { view } = await settle(rt.run({ steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "x" } }, { stepId: "other", skillName: "core.pass", arguments: { value: 1 } }] }));
-    await expect(rt.confirm(view.runId, { stepId: "other", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING", message: `step "other" of run ${view.runId} is not waiting for confirmation` });
-    await expect(rt.confirm(view.runId, { stepId: "nope", decision: "approve" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING" });
-    await expect(rt.confirm(view.runId, { stepId: "pub", decision: "maybe" as never })).rejects.toMatchObject({ code: "INVALID_DECISION" });
-    await expect(rt.confirm("no-such-run", { stepId: "pub", decision: "approve" })).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    const { view } = await settle(
+      rt.run({
+        steps: [
+          { stepId: "pub", skillName: "test.publish", arguments: { title: "x" } },
+          { stepId: "other", skillName: "core.pass", arguments: { value: 1 } },
+        ],
+      }),
+    );
+    await expect(rt.confirm(view.runId, { stepId: "other", decision: "approve" })).rejects.toMatchObject({
+      code: "CONFIRMATION_NOT_PENDING",
+      message: `step "other" of run ${view.runId} is not waiting for confirmation`,
+    });
+    await expect(rt.confirm(view.runId, { stepId: "nope", decision: "approve" })).rejects.toMatchObject({
+      code: "CONFIRMATION_NOT_PENDING",
+    });
+    await expect(rt.confirm(view.runId, { stepId: "pub", decision: "maybe" as never })).rejects.toMatchObject({
+      code: "INVALID_DECISION",
+    });
+    await expect(rt.confirm("no-such-run", { stepId: "pub", decision: "approve" })).rejects.toMatchObject({
+      code: "RUN_NOT_FOUND",
+    });
     const once = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
     expect(once.view.status).toBe("completed");
     const twice = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "approve" }));
     expect(twice.view.status).toBe("completed");
     expect(twice.events).toEqual([]);
     expect(ledger.total()).toBe(1);
-    await expect(rt.confirm(view.runId, { stepId: "pub", decision: "reject" })).rejects.toMatchObject({ code: "CONFIRMATION_NOT_PENDING" });
+    await expect(rt.confirm(view.runId, { stepId: "pub", decision: "reject" })).rejects.toMatchObject({
+      code: "CONFIRMATION_NOT_PENDING",
+    });
   });
 
   test("parallel confirmations are answered independently, in either order", async () => {
@@ -109,7 +159,12 @@ describe.each(backends)("confirmation on $name", (backend) => {
         steps: [
           { stepId: "p1", skillName: "test.publish", arguments: { title: "one" } },
           { stepId: "p2", skillName: "test.publish", arguments: { title: "two" } },
-          { stepId: "after2", skillName: "core.pass", dependsOn: ["p2"], arguments: { value: { $ref: "steps.p2.published" } } },
+          {
+            stepId: "after2",
+            skillName: "core.pass",
+            dependsOn: ["p2"],
+            arguments: { value: { $ref: "steps.p2.published" } },
+          },
         ],
       }),
     );
@@ -137,10 +192,14 @@ describe.each(backends)("confirmation on $name", (backend) => {
     const reading = (async () => {
       for await (const e of h.events) events.push(e);
     })();
-    await waitFor(() => events.some((e) => e.type === "step_waiting_confirmation"), { what: "pub waiting for confirmation" });
+    await waitFor(() => events.some((e) => e.type === "step_waiting_confirmation"), {
+      what: "pub waiting for confirmation",
+    });
     const again = await rt.confirm(h.runId, { stepId: "pub", decision: "approve" });
     expect(again.runId).toBe(h.runId);
-    await waitFor(() => events.some((e) => e.type === "step_completed" && e.stepId === "pub"), { what: "pub completed while slow still runs" });
+    await waitFor(() => events.some((e) => e.type === "step_completed" && e.stepId === "pub"), {
+      what: "pub completed while slow still runs",
+    });
     expect(ledger.log).toEqual(["publish:now"]);
     expect(events.some((e) => e.type === "step_completed" && e.stepId === "slow")).toBe(false);
     gates.open("slow");

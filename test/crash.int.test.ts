@@ -9,11 +9,18 @@ import { runToEnd, sharedStorage, spawnChild, type ChildEnv } from "./helpers/ch
 import { serverUrl } from "./helpers/backends.js";
 
 interface Report {
-  report: { status: string; steps: { stepId: string; status: string; attempts: number; output: unknown }[]; pending: { stepId: string; inDoubt?: boolean }[]; seqs: number[]; types: string[] };
+  report: {
+    status: string;
+    steps: { stepId: string; status: string; attempts: number; output: unknown }[];
+    pending: { stepId: string; inDoubt?: boolean }[];
+    seqs: number[];
+    types: string[];
+  };
   effects: { key: string; label: string; pid: number }[];
 }
 const reportOf = (lines: Record<string, unknown>[]) => lines.filter((l) => "report" in l).at(-1) as unknown as Report;
-const countBy = (effects: Report["effects"]) => effects.reduce<Record<string, number>>((m, e) => ((m[e.label] = (m[e.label] ?? 0) + 1), m), {});
+const countBy = (effects: Report["effects"]) =>
+  effects.reduce<Record<string, number>>((m, e) => ((m[e.label] = (m[e.label] ?? 0) + 1), m), {});
 function expectGapless(r: Report) {
   expect(r.report.seqs).toEqual(r.report.seqs.map((_, i) => i + 1));
 }
@@ -72,9 +79,18 @@ describe("crash recovery (SIGKILL)", () => {
     expect(recovered.report.pending).toEqual([expect.objectContaining({ stepId: "send", inDoubt: true, round: 1 })]);
     expect(countBy(recovered.effects)).toEqual({ send: 1 });
 
-    const done = reportOf(await runToEnd(st, ["confirm", runId, JSON.stringify({ stepId: "send", decision: "mark_done", output: { label: "send", manual: true } })]));
+    const done = reportOf(
+      await runToEnd(st, [
+        "confirm",
+        runId,
+        JSON.stringify({ stepId: "send", decision: "mark_done", output: { label: "send", manual: true } }),
+      ]),
+    );
     expect(done.report.status).toBe("completed");
-    expect(done.report.steps.find((x) => x.stepId === "send")).toMatchObject({ status: "completed", output: { label: "send", manual: true } });
+    expect(done.report.steps.find((x) => x.stepId === "send")).toMatchObject({
+      status: "completed",
+      output: { label: "send", manual: true },
+    });
     expect(countBy(done.effects)).toEqual({ send: 1, after: 1 });
     expectGapless(done);
   }, 120_000);
@@ -125,7 +141,12 @@ describe("crash recovery (SIGKILL)", () => {
       onFailure: "fail_fast",
       steps: [
         { stepId: "c1", skillName: "test.db_effect_comp", arguments: { label: "c1", undoMs: 0 } },
-        { stepId: "c2", skillName: "test.db_effect_comp", dependsOn: ["c1"], arguments: { label: "c2", undoMs: 30_000 } },
+        {
+          stepId: "c2",
+          skillName: "test.db_effect_comp",
+          dependsOn: ["c1"],
+          arguments: { label: "c2", undoMs: 30_000 },
+        },
         { stepId: "c3", skillName: "test.db_effect_comp", dependsOn: ["c2"], arguments: { label: "c3", undoMs: 0 } },
         { stepId: "boom", skillName: "core.fail", dependsOn: ["c3"], retry: { maxAttempts: 1 } },
       ],

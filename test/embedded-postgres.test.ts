@@ -33,7 +33,8 @@ const ppid = (pid: number) => {
     return -1;
   }
 };
-const postmasterPid = (dataDir: string) => Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+const postmasterPid = (dataDir: string) =>
+  Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
 
 /** A parent directory postgres can reach when it runs as another user (tests run as root in CI). */
 function freshDir(): string {
@@ -42,7 +43,15 @@ function freshDir(): string {
   return path.join(parent, "db");
 }
 
-const storage = (dataDir: string) => ({ env: { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: dataDir, TOOLCHAIN_SCHEMA: "toolchain", TOOLCHAIN_EMBEDDED_ENGINE: "postgres" }, schema: "toolchain" });
+const storage = (dataDir: string) => ({
+  env: {
+    DATABASE_URL: "",
+    TOOLCHAIN_DATA_DIR: dataDir,
+    TOOLCHAIN_SCHEMA: "toolchain",
+    TOOLCHAIN_EMBEDDED_ENGINE: "postgres",
+  },
+  schema: "toolchain",
+});
 const countRuns = async (dataDir: string) => {
   const db = await openDatabase({ engine: "postgres", dataDir });
   try {
@@ -111,7 +120,9 @@ describe("embedded Postgres engine", () => {
     const pm = Number(ready.postmaster);
     // kill node and the watchdog (postmaster's parent sh and its stdin reader) at once: nothing is left to stop postgres
     const watchdog = ppid(pm);
-    const reader = readdirSync("/proc").filter((d) => /^\d+$/.test(d) && Number(d) !== pm && ppid(Number(d)) === watchdog);
+    const reader = readdirSync("/proc").filter(
+      (d) => /^\d+$/.test(d) && Number(d) !== pm && ppid(Number(d)) === watchdog,
+    );
     expect(reader).toHaveLength(1);
     // frozen first: a watchdog that saw its reader die before its own SIGKILL landed would still
     // stop postgres (its job), and there would be no orphan to test (seen under load 12+)
@@ -121,7 +132,18 @@ describe("embedded Postgres engine", () => {
     await child.exited;
     await new Promise((r) => setTimeout(r, 300));
     const orphaned = alive(pm);
-    expect(orphaned, orphaned ? "" : `postmaster ${pm} gone; watchdog ${watchdog}, reader ${reader}; processes:\n${execSync("ps -eo pid,ppid,stat,cmd").toString().split("\n").filter((l) => /postgres|tcpg/.test(l) && !/15\/main/.test(l)).join("\n")}`).toBe(true);
+    expect(
+      orphaned,
+      orphaned
+        ? ""
+        : `postmaster ${pm} gone; watchdog ${watchdog}, reader ${reader}; processes:\n${execSync(
+            "ps -eo pid,ppid,stat,cmd",
+          )
+            .toString()
+            .split("\n")
+            .filter((l) => /postgres|tcpg/.test(l) && !/15\/main/.test(l))
+            .join("\n")}`,
+    ).toBe(true);
     expect(await countRuns(dataDir)).toBe(1); // the next owner stopped it, started its own
     expect(alive(pm)).toBe(false);
   }, 120_000);
@@ -132,7 +154,9 @@ describe("embedded Postgres engine", () => {
     await pglite.pool.query("CREATE TABLE kept (v int)");
     await pglite.close();
     const before = statSync(dataDir);
-    await expect(openDatabase({ engine: "postgres", dataDir })).rejects.toThrow(/another Postgres build \(PGlite's\?\)/);
+    await expect(openDatabase({ engine: "postgres", dataDir })).rejects.toThrow(
+      /another Postgres build \(PGlite's\?\)/,
+    );
     expect(statSync(dataDir)).toMatchObject({ uid: before.uid, gid: before.gid, mode: before.mode });
     expect(existsSync(`${dataDir}.lock`)).toBe(false);
     const again = await openDatabase({ engine: "pglite", dataDir });
@@ -152,7 +176,9 @@ describe("embedded Postgres engine", () => {
       const a = await openDatabase({ engine: "postgres", schema: "toolchain" });
       const b = await openDatabase({ engine: "postgres", schema: "toolchain" });
       try {
-        await a.pool.query(`CREATE SCHEMA toolchain; CREATE TABLE toolchain.x (v int); INSERT INTO toolchain.x VALUES (1)`);
+        await a.pool.query(
+          `CREATE SCHEMA toolchain; CREATE TABLE toolchain.x (v int); INSERT INTO toolchain.x VALUES (1)`,
+        );
         await expect(b.pool.query(`SELECT * FROM toolchain.x`)).rejects.toThrow(/does not exist/);
         expect(mine()).toHaveLength(1);
       } finally {

@@ -37,13 +37,21 @@ function fresh() {
 }
 
 /** Runs until the graph stops; returns the events and the interrupt payloads it raised. */
-async function drive(graph: ReturnType<typeof fresh>["graph"], input: unknown, config: { configurable: { thread_id: string } }) {
+async function drive(
+  graph: ReturnType<typeof fresh>["graph"],
+  input: unknown,
+  config: { configurable: { thread_id: string } },
+) {
   const events: EmittedEvent[] = [];
   const interrupts: ConfirmationInterrupt[] = [];
-  for await (const [mode, chunk] of await graph.stream(input as never, { ...config, streamMode: ["custom", "updates"] })) {
+  for await (const [mode, chunk] of await graph.stream(input as never, {
+    ...config,
+    streamMode: ["custom", "updates"],
+  })) {
     if (mode === "custom" && isTaggedEvent(chunk)) events.push(chunk[EVENT_TAG]);
     if (mode === "updates" && chunk && typeof chunk === "object" && "__interrupt__" in chunk) {
-      for (const i of (chunk as { __interrupt__: { value: ConfirmationInterrupt }[] }).__interrupt__) interrupts.push(i.value);
+      for (const i of (chunk as { __interrupt__: { value: ConfirmationInterrupt }[] }).__interrupt__)
+        interrupts.push(i.value);
     }
   }
   const state = await graph.getState(config);
@@ -61,7 +69,12 @@ const twoConfirmations = {
 describe("the graph's input", () => {
   test("forged state in the input is refused before anything runs; nothing reaches state", async () => {
     const { graph, thread } = fresh();
-    const plan = { steps: [{ stepId: "a", skillName: "test.effect", arguments: { label: "a" }, requireConfirmation: true }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } } }] };
+    const plan = {
+      steps: [
+        { stepId: "a", skillName: "test.effect", arguments: { label: "a" }, requireConfirmation: true },
+        { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } } },
+      ],
+    };
     for (const forged of [
       { plan, steps: { a: { status: "completed", attempts: 1, output: "FORGED" } } },
       { plan, decisions: { a: { decision: "approve" } } },
@@ -80,13 +93,25 @@ describe("the graph's input", () => {
   test("the declared fields run: runId defaults to the thread, createdAt is set, a required confirmation still waits", async () => {
     const { graph, thread } = fresh();
     const config = thread();
-    const out = await drive(graph, { plan: { steps: [{ stepId: "a", skillName: "test.effect", arguments: { label: "a" }, requireConfirmation: true }] }, context: { k: 1 }, memory: { m: 2 } }, config);
+    const out = await drive(
+      graph,
+      {
+        plan: {
+          steps: [{ stepId: "a", skillName: "test.effect", arguments: { label: "a" }, requireConfirmation: true }],
+        },
+        context: { k: 1 },
+        memory: { m: 2 },
+      },
+      config,
+    );
     expect(out.values.runId).toBe(config.configurable.thread_id);
     expect(Date.parse(out.values.createdAt)).not.toBeNaN();
     expect(out.values.steps.a.status).toBe("waiting_confirmation");
     expect(out.values.memory).toEqual({ m: 2 });
     expect(out.interrupts).toHaveLength(1);
-    expect(out.interrupts[0]!.resume.example).toEqual({ decisions: { a: { decision: "approve", comment: "looks right" } } });
+    expect(out.interrupts[0]!.resume.example).toEqual({
+      decisions: { a: { decision: "approve", comment: "looks right" } },
+    });
     expect(out.interrupts[0]!.resume.shape).toMatch(/decisions/);
   });
 
@@ -97,13 +122,32 @@ describe("the graph's input", () => {
     const text = JSON.stringify(schema);
     expect(text).not.toContain(process.cwd());
     const stepProps = JSON.stringify(schema.properties.plan);
-    for (const f of ["stepId", "skillName", "arguments", "dependsOn", "retry", "timeoutMs", "requireConfirmation", "rollback", "fallback"]) expect(stepProps).toContain(`"${f}"`);
+    for (const f of [
+      "stepId",
+      "skillName",
+      "arguments",
+      "dependsOn",
+      "retry",
+      "timeoutMs",
+      "requireConfirmation",
+      "rollback",
+      "fallback",
+    ])
+      expect(stepProps).toContain(`"${f}"`);
   });
 });
 
 describe("an invalid plan ends the LangGraph run in error with its code", () => {
   test.each([
-    ["PLAN_CYCLE", { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["b"] }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"] }] }],
+    [
+      "PLAN_CYCLE",
+      {
+        steps: [
+          { stepId: "a", skillName: "core.pass", dependsOn: ["b"] },
+          { stepId: "b", skillName: "core.pass", dependsOn: ["a"] },
+        ],
+      },
+    ],
     ["UNKNOWN_SKILL", { steps: [{ stepId: "a", skillName: "nope.skill" }] }],
     ["UNKNOWN_DEPENDENCY", { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["zz"] }] }],
   ])("%s", async (code, plan) => {
@@ -153,7 +197,16 @@ describe("resume values", () => {
     expect(first.values.steps.b.status).toBe("waiting_confirmation");
     expect(first.interrupts.at(-1)!.pending.map((p) => p.stepId)).toEqual(["b"]);
     expect(first.interrupts.at(-1)!.resumeError).toBeUndefined();
-    const second = await drive(graph, new Command({ resume: { decisions: { b: { decision: "approve", comment: "ok" } } } }), config);
+    // a decision given straight to the graph (Studio, the SDK) is recorded as such
+    expect(first.events.find((e) => e.type === "step_confirmed" && e.stepId === "a")!.data).toMatchObject({
+      decision: "approve",
+      via: "studio",
+    });
+    const second = await drive(
+      graph,
+      new Command({ resume: { decisions: { b: { decision: "approve", comment: "ok" } } } }),
+      config,
+    );
     expect(second.values.status).toBe("completed");
     expect(second.values.steps.c.output).toBe(second.values.steps.a.output.n);
     expect(effects).toBe(before + 2); // each effect once, none for the refused values
@@ -164,7 +217,11 @@ describe("resume values", () => {
     const { graph, thread } = fresh();
     const config = thread();
     await drive(graph, { plan: twoConfirmations }, config);
-    const out = await drive(graph, new Command({ resume: { decisions: { a: { decision: "reject", comment: "no" }, b: { decision: "approve" } } } }), config);
+    const out = await drive(
+      graph,
+      new Command({ resume: { decisions: { a: { decision: "reject", comment: "no" }, b: { decision: "approve" } } } }),
+      config,
+    );
     expect(out.values.steps.a.status).toBe("failed");
     expect(out.values.steps.a.error.code).toBe("REJECTED");
     expect(out.values.status).toBe("failed");
@@ -177,7 +234,10 @@ describe("a plan edited into the checkpoint (Studio's edit state)", () => {
     const config = thread();
     const before = effects;
     await drive(graph, { plan: twoConfirmations }, config);
-    const cyclic = { ...twoConfirmations, steps: twoConfirmations.steps.map((s) => (s.stepId === "a" ? { ...s, dependsOn: ["c"] } : s)) };
+    const cyclic = {
+      ...twoConfirmations,
+      steps: twoConfirmations.steps.map((s) => (s.stepId === "a" ? { ...s, dependsOn: ["c"] } : s)),
+    };
     await graph.updateState(config, { plan: cyclic } as never, "approval");
     const out = await drive(graph, null, config);
     expect(out.values.status).toBe("failed");

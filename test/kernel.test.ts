@@ -39,8 +39,16 @@ describe("scheduling", () => {
       ],
     });
     const steps = [
-      ...Array.from({ length: 6 }, (_, i) => ({ stepId: `s${i}`, skillName: "test.serial", arguments: { key: `k${i % 2}`, ms: 15 } })),
-      ...Array.from({ length: 6 }, (_, i) => ({ stepId: `r${i}`, skillName: "test.limited", arguments: { key: "provider", ms: 15 } })),
+      ...Array.from({ length: 6 }, (_, i) => ({
+        stepId: `s${i}`,
+        skillName: "test.serial",
+        arguments: { key: `k${i % 2}`, ms: 15 },
+      })),
+      ...Array.from({ length: 6 }, (_, i) => ({
+        stepId: `r${i}`,
+        skillName: "test.limited",
+        arguments: { key: "provider", ms: 15 },
+      })),
     ];
     const { view } = await settle(rt.run({ steps, maxConcurrency: 4 }));
     expect(view.status).toBe("completed");
@@ -54,7 +62,11 @@ describe("scheduling", () => {
     const probe = new ConcurrencyProbe();
     const base = probeSkill(probe, { name: "test.unsafe" });
     const rt = createRuntime({ skills: [{ ...base, parallelSafe: false }] });
-    const steps = Array.from({ length: 4 }, (_, i) => ({ stepId: `u${i}`, skillName: "test.unsafe", arguments: { key: `k${i}`, ms: 10 } }));
+    const steps = Array.from({ length: 4 }, (_, i) => ({
+      stepId: `u${i}`,
+      skillName: "test.unsafe",
+      arguments: { key: `k${i}`, ms: 10 },
+    }));
     const { view } = await settle(rt.run({ steps }));
     expect(view.status).toBe("completed");
     expect(probe.maxRunning).toBe(1);
@@ -66,8 +78,18 @@ describe("segments", () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)], env: { segmentTasks: 3 } });
     const steps = [
-      ...Array.from({ length: 12 }, (_, i) => ({ stepId: `c${i}`, skillName: "test.effect", dependsOn: i ? [`c${i - 1}`] : [], arguments: { label: `c${i}` } })),
-      ...Array.from({ length: 8 }, (_, i) => ({ stepId: `f${i}`, skillName: "core.fail", arguments: { untilAttempt: 2, value: i }, retry: { maxAttempts: 2, backoff: { kind: "fixed" as const, initialMs: 5 } } })),
+      ...Array.from({ length: 12 }, (_, i) => ({
+        stepId: `c${i}`,
+        skillName: "test.effect",
+        dependsOn: i ? [`c${i - 1}`] : [],
+        arguments: { label: `c${i}` },
+      })),
+      ...Array.from({ length: 8 }, (_, i) => ({
+        stepId: `f${i}`,
+        skillName: "core.fail",
+        arguments: { untilAttempt: 2, value: i },
+        retry: { maxAttempts: 2, backoff: { kind: "fixed" as const, initialMs: 5 } },
+      })),
     ];
     const { events, view } = await settle(rt.run({ steps, maxConcurrency: 3 }));
     expect(view.status).toBe("completed");
@@ -85,7 +107,12 @@ describe("references", () => {
       rt.run(
         {
           steps: [
-            { stepId: "split", skillName: "core.pass", arguments: { value: { tasks: [{ title: "design" }, { title: "build" }] } }, saveResultAs: "plan" },
+            {
+              stepId: "split",
+              skillName: "core.pass",
+              arguments: { value: { tasks: [{ title: "design" }, { title: "build" }] } },
+              saveResultAs: "plan",
+            },
             {
               stepId: "use",
               skillName: "core.pass",
@@ -129,7 +156,10 @@ describe("references", () => {
     expect(view.status).toBe("failed");
     expect(step(view, "b").status).toBe("failed");
     expect(step(view, "b").attempts).toBe(0);
-    expect(step(view, "b").error).toMatchObject({ code: "INVALID_REFERENCE", message: 'arguments.value: $ref "steps.a.y.z" does not resolve: "steps.a.y" is missing' });
+    expect(step(view, "b").error).toMatchObject({
+      code: "INVALID_REFERENCE",
+      message: 'arguments.value: $ref "steps.a.y.z" does not resolve: "steps.a.y" is missing',
+    });
   });
 });
 
@@ -137,7 +167,16 @@ describe("retries", () => {
   test("transient failures are retried up to maxAttempts", async () => {
     const rt = createRuntime();
     const { events, view } = await settle(
-      rt.run({ steps: [{ stepId: "f", skillName: "core.fail", arguments: { untilAttempt: 3, value: "ok" }, retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 5 } } }] }),
+      rt.run({
+        steps: [
+          {
+            stepId: "f",
+            skillName: "core.fail",
+            arguments: { untilAttempt: 3, value: "ok" },
+            retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 5 } },
+          },
+        ],
+      }),
     );
     expect(view.status).toBe("completed");
     expect(step(view, "f")).toMatchObject({ attempts: 3, output: "ok" });
@@ -150,7 +189,12 @@ describe("retries", () => {
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.fail", arguments: { code: "INVALID_INPUT" }, retry: { maxAttempts: 3 } },
-          { stepId: "b", skillName: "core.fail", arguments: { code: "INVALID_INPUT", untilAttempt: 2 }, retry: { maxAttempts: 3, retryOn: ["INVALID_INPUT"], backoff: { kind: "fixed", initialMs: 1 } } },
+          {
+            stepId: "b",
+            skillName: "core.fail",
+            arguments: { code: "INVALID_INPUT", untilAttempt: 2 },
+            retry: { maxAttempts: 3, retryOn: ["INVALID_INPUT"], backoff: { kind: "fixed", initialMs: 1 } },
+          },
         ],
       }),
     );
@@ -162,9 +206,22 @@ describe("retries", () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)] });
     const { view } = await settle(
-      rt.run({ steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "mail", failAfterEffect: true }, retry: { maxAttempts: 5, backoff: { kind: "fixed", initialMs: 1 } } }] }),
+      rt.run({
+        steps: [
+          {
+            stepId: "send",
+            skillName: "test.effect",
+            arguments: { label: "mail", failAfterEffect: true },
+            retry: { maxAttempts: 5, backoff: { kind: "fixed", initialMs: 1 } },
+          },
+        ],
+      }),
     );
-    expect(step(view, "send")).toMatchObject({ status: "failed", attempts: 1, retrySuppressed: "non_idempotent_side_effect" });
+    expect(step(view, "send")).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      retrySuppressed: "non_idempotent_side_effect",
+    });
     expect(ledger.effects.get(`${view.runId}:send`)).toBe(1);
   });
 
@@ -172,7 +229,16 @@ describe("retries", () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [effectSkill(ledger)] });
     const { view } = await settle(
-      rt.run({ steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "mail", failBeforeEffect: true }, retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } }] }),
+      rt.run({
+        steps: [
+          {
+            stepId: "send",
+            skillName: "test.effect",
+            arguments: { label: "mail", failBeforeEffect: true },
+            retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } },
+          },
+        ],
+      }),
     );
     expect(step(view, "send")).toMatchObject({ status: "completed", attempts: 2 });
     expect(ledger.effects.get(`${view.runId}:send`)).toBe(1);
@@ -196,7 +262,13 @@ describe("retries", () => {
         },
       ],
     });
-    const { view } = await settle(rt.run({ steps: [{ stepId: "k", skillName: "test.keys", retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } }] }));
+    const { view } = await settle(
+      rt.run({
+        steps: [
+          { stepId: "k", skillName: "test.keys", retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 1 } } },
+        ],
+      }),
+    );
     expect(view.status).toBe("completed");
     expect(new Set(keys)).toEqual(new Set([`${view.runId}:k`]));
     expect(keys).toHaveLength(3);
@@ -207,9 +279,16 @@ describe("timeouts and deadline", () => {
   test("a step over its timeoutMs is aborted with TIMEOUT", async () => {
     const rt = createRuntime();
     const t0 = Date.now();
-    const { view } = await settle(rt.run({ steps: [{ stepId: "slow", skillName: "core.wait", arguments: { ms: 5_000 }, timeoutMs: 50, retry: noRetry }] }));
+    const { view } = await settle(
+      rt.run({
+        steps: [{ stepId: "slow", skillName: "core.wait", arguments: { ms: 5_000 }, timeoutMs: 50, retry: noRetry }],
+      }),
+    );
     expect(Date.now() - t0).toBeLessThan(2_000);
-    expect(step(view, "slow")).toMatchObject({ status: "failed", error: { code: "TIMEOUT", message: "step timed out after 50 ms" } });
+    expect(step(view, "slow")).toMatchObject({
+      status: "failed",
+      error: { code: "TIMEOUT", message: "step timed out after 50 ms" },
+    });
   });
 
   test("the plan deadline stops the run: running steps cancelled, the rest never start", async () => {
@@ -237,8 +316,18 @@ describe("fallback and failure policies", () => {
       rt.run({
         steps: [
           { stepId: "a", skillName: "core.fail", retry: noRetry, fallback: { value: { default: true } } },
-          { stepId: "b", skillName: "core.fail", retry: noRetry, fallback: { skillName: "core.pass", arguments: { value: "from fallback" } } },
-          { stepId: "c", skillName: "core.pass", dependsOn: ["a", "b"], arguments: { value: [{ $ref: "steps.a.default" }, { $ref: "steps.b" }] } },
+          {
+            stepId: "b",
+            skillName: "core.fail",
+            retry: noRetry,
+            fallback: { skillName: "core.pass", arguments: { value: "from fallback" } },
+          },
+          {
+            stepId: "c",
+            skillName: "core.pass",
+            dependsOn: ["a", "b"],
+            arguments: { value: [{ $ref: "steps.a.default" }, { $ref: "steps.b" }] },
+          },
         ],
       }),
     );
@@ -261,9 +350,19 @@ describe("fallback and failure policies", () => {
       }),
     );
     expect(view.status).toBe("failed");
-    expect(view.steps.map((s) => [s.stepId, s.status])).toEqual([["bad", "failed"], ["child", "skipped"], ["grandchild", "skipped"], ["other", "completed"]]);
+    expect(view.steps.map((s) => [s.stepId, s.status])).toEqual([
+      ["bad", "failed"],
+      ["child", "skipped"],
+      ["grandchild", "skipped"],
+      ["other", "completed"],
+    ]);
     expect(view.result?.outputs).toEqual({ other: "kept" });
-    expect(events.filter((e) => e.type === "step_skipped").map((e) => e.stepId).sort()).toEqual(["child", "grandchild"]);
+    expect(
+      events
+        .filter((e) => e.type === "step_skipped")
+        .map((e) => e.stepId)
+        .sort(),
+    ).toEqual(["child", "grandchild"]);
     expect(events.some((e) => e.type === "rollback_started")).toBe(false);
   });
 
@@ -311,10 +410,23 @@ describe("fallback and failure policies", () => {
 describe("events", () => {
   test("numbered 1..n without gaps, persisted, and replayable from any point", async () => {
     const rt = createRuntime();
-    const h = rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } }] });
+    const h = rt.run({
+      steps: [
+        { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
+        { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } },
+      ],
+    });
     const { events, view } = await settle(h);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    expect(events.map((e) => e.type)).toEqual(["planning_started", "planning_completed", "step_started", "step_completed", "step_started", "step_completed", "run_completed"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "planning_started",
+      "planning_completed",
+      "step_started",
+      "step_completed",
+      "step_started",
+      "step_completed",
+      "run_completed",
+    ]);
     expect(await rt.events(view.runId)).toEqual(events);
     expect((await rt.events(view.runId, 4)).map((e) => e.seq)).toEqual([5, 6, 7]);
     expect(events.every((e) => e.runId === view.runId && !Number.isNaN(Date.parse(e.at)))).toBe(true);
@@ -322,8 +434,18 @@ describe("events", () => {
 
   test("the run view exports the plan graph as nodes, edges and Mermaid", async () => {
     const rt = createRuntime();
-    const { view } = await settle(rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } }] }));
-    expect(view.graph.nodes).toEqual([{ id: "a", skillName: "core.pass", status: "completed" }, { id: "b", skillName: "core.pass", status: "completed" }]);
+    const { view } = await settle(
+      rt.run({
+        steps: [
+          { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
+          { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: 2 } },
+        ],
+      }),
+    );
+    expect(view.graph.nodes).toEqual([
+      { id: "a", skillName: "core.pass", status: "completed" },
+      { id: "b", skillName: "core.pass", status: "completed" },
+    ]);
     expect(view.graph.edges).toEqual([{ from: "a", to: "b" }]);
     expect(view.graph.mermaid).toContain("a --> b");
   });
@@ -344,7 +466,9 @@ describe("cancellation", () => {
     const reading = (async () => {
       for await (const e of h.events) events.push(e);
     })();
-    await waitFor(() => events.some((e) => e.type === "step_started" && e.stepId === "long"), { what: "step long started" });
+    await waitFor(() => events.some((e) => e.type === "step_started" && e.stepId === "long"), {
+      what: "step long started",
+    });
     const t0 = Date.now();
     await rt.cancel(h.runId, "user changed their mind");
     const view = await h.result;

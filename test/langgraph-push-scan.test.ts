@@ -11,7 +11,17 @@
  * tasks' saved results back and executes none of them twice.
  */
 import { describe, expect, it } from "vitest";
-import { Annotation, Command, END, INTERRUPT, interrupt, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
+import {
+  Annotation,
+  Command,
+  END,
+  INTERRUPT,
+  interrupt,
+  MemorySaver,
+  START,
+  StateGraph,
+  task,
+} from "@langchain/langgraph";
 
 // The class the graphs below run: the ESM build of the installed package (a file URL bypasses
 // the package's exports map; Node loads one module instance per URL).
@@ -82,7 +92,9 @@ describe("LangGraph task() push: pending writes scanned per task (patched)", () 
     const perTask: Record<number, number> = {};
     for (const n of [200, 800]) {
       const executed: number[] = [];
-      const { reads, pushes, value } = await countPendingWriteReads(() => chainGraph(executed).invoke({ n, done: 0 }, { configurable: { thread_id: `scan-${n}` } }));
+      const { reads, pushes, value } = await countPendingWriteReads(() =>
+        chainGraph(executed).invoke({ n, done: 0 }, { configurable: { thread_id: `scan-${n}` } }),
+      );
       expect(value.done).toBe(n);
       expect(executed).toHaveLength(n);
       expect(pushes).toBe(n); // the instrumentation saw every task()

@@ -62,7 +62,12 @@ describe(`lease fencing (${postgresBackend.name})`, () => {
   test("a step slower than the lease keeps it renewed: a second process polling for orphaned runs never takes it over", async () => {
     const stopB = b.startWorker({ pollMs: 50 });
     try {
-      const h = a.run({ steps: [{ stepId: "s", skillName: "test.slow_write", arguments: { label: "renewed", ms: 2_000 } }, { stepId: "t", skillName: "test.slow_write", dependsOn: ["s"], arguments: { label: "renewed-after" } }] });
+      const h = a.run({
+        steps: [
+          { stepId: "s", skillName: "test.slow_write", arguments: { label: "renewed", ms: 2_000 } },
+          { stepId: "t", skillName: "test.slow_write", dependsOn: ["s"], arguments: { label: "renewed-after" } },
+        ],
+      });
       const view = await h.result;
       expect(view.status).toBe("completed");
       expect(executions.get("renewed")).toBe(1);
@@ -76,15 +81,26 @@ describe(`lease fencing (${postgresBackend.name})`, () => {
   }, 120_000);
 
   test("an executor that lost its lease stops executing: its step is aborted, no successor starts, its event writes are refused", async () => {
-    const h = a.run({ steps: [{ stepId: "s", skillName: "test.slow_write", arguments: { label: "fenced", gate: "fenced" } }, { stepId: "t", skillName: "test.slow_write", dependsOn: ["s"], arguments: { label: "fenced-after" } }] });
+    const h = a.run({
+      steps: [
+        { stepId: "s", skillName: "test.slow_write", arguments: { label: "fenced", gate: "fenced" } },
+        { stepId: "t", skillName: "test.slow_write", dependsOn: ["s"], arguments: { label: "fenced-after" } },
+      ],
+    });
     h.result.catch(() => undefined);
     await waitFor(() => gate("fenced").entered, { timeoutMs: 60_000, what: "step s running" });
     // the start event is written beside the effect, not before it: take the snapshot once it landed
-    await waitFor(async () => (await a.events(h.runId)).some((e) => e.type === "step_started" && e.stepId === "s"), { timeoutMs: 30_000, what: "s's start recorded" });
+    await waitFor(async () => (await a.events(h.runId)).some((e) => e.type === "step_started" && e.stepId === "s"), {
+      timeoutMs: 30_000,
+      what: "s's start recorded",
+    });
     const before = await a.events(h.runId);
     // another process took the run over while this one was paused (its lease looked expired)
     const runs = `"${db.schema}".tool_chain_runs`;
-    await db.pool.query(`UPDATE ${runs} SET lease_owner = 'process-intruder', lease_expires_at = now() + interval '1 hour' WHERE run_id = $1`, [h.runId]);
+    await db.pool.query(
+      `UPDATE ${runs} SET lease_owner = 'process-intruder', lease_expires_at = now() + interval '1 hour' WHERE run_id = $1`,
+      [h.runId],
+    );
     // the next heartbeat finds the lease gone and stops the drive: the running step is aborted
     await waitFor(() => aborted.has("fenced"), { timeoutMs: 30_000, what: "step s aborted after the lease was lost" });
     gate("fenced").open();
@@ -94,9 +110,19 @@ describe(`lease fencing (${postgresBackend.name})`, () => {
     expect(executions.get("fenced-after")).toBeUndefined();
     // nothing this executor wrote after losing the lease reached the history
     const after = await a.events(h.runId);
-    expect(after.filter((e) => e.seq > before.at(-1)!.seq).filter((e) => e.type === "step_completed" || e.type === "step_started")).toEqual([]);
+    expect(
+      after
+        .filter((e) => e.seq > before.at(-1)!.seq)
+        .filter((e) => e.type === "step_completed" || e.type === "step_started"),
+    ).toEqual([]);
     // and a write in its name is refused outright
-    await expect(a.store.append(h.runId, [{ type: "step_started", stepId: "t", at: new Date().toISOString(), data: {}, key: "step_started:t:forged" }], a.owner)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(
+      a.store.append(
+        h.runId,
+        [{ type: "step_started", stepId: "t", at: new Date().toISOString(), data: {}, key: "step_started:t:forged" }],
+        a.owner,
+      ),
+    ).rejects.toBeInstanceOf(LeaseLostError);
     const { rows } = await db.pool.query(`SELECT lease_owner FROM ${runs} WHERE run_id = $1`, [h.runId]);
     expect(rows[0].lease_owner).toBe("process-intruder");
   }, 120_000);

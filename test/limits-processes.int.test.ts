@@ -21,7 +21,9 @@ interface SpanRow {
 }
 
 function maxOverlap(rows: readonly SpanRow[]): number {
-  const pts = rows.flatMap((r) => [[r.started_at.getTime(), 1] as const, [r.finished_at!.getTime(), -1] as const]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const pts = rows
+    .flatMap((r) => [[r.started_at.getTime(), 1] as const, [r.finished_at!.getTime(), -1] as const])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let cur = 0;
   let max = 0;
   for (const [, d] of pts) max = Math.max(max, (cur += d));
@@ -62,10 +64,21 @@ describe.runIf(serverUrl)("limits across processes on one server Postgres", () =
           ids.push((await api.runtime.submit(plan)).runId);
         }
         await waitFor(
-          async () => Number((await api.db.pool.query(`SELECT count(*) FROM "${st!.schema}".tool_chain_runs WHERE run_id = ANY($1) AND status = 'completed'`, [ids])).rows[0].count) === n,
+          async () =>
+            Number(
+              (
+                await api.db.pool.query(
+                  `SELECT count(*) FROM "${st!.schema}".tool_chain_runs WHERE run_id = ANY($1) AND status = 'completed'`,
+                  [ids],
+                )
+              ).rows[0].count,
+            ) === n,
           { timeoutMs: 90_000, intervalMs: 100, what: `${n} runs completed` },
         );
-        const { rows } = await api.db.pool.query<SpanRow>(`SELECT key, run_id, pid, started_at, finished_at FROM "${st!.schema}".test_spans WHERE run_id = ANY($1)`, [ids]);
+        const { rows } = await api.db.pool.query<SpanRow>(
+          `SELECT key, run_id, pid, started_at, finished_at FROM "${st!.schema}".test_spans WHERE run_id = ANY($1)`,
+          [ids],
+        );
         const table = rows.filter((r) => r.key === `table-${n}`);
         const provider = rows.filter((r) => r.key === "provider");
         expect(table).toHaveLength(n);
@@ -83,11 +96,23 @@ describe.runIf(serverUrl)("limits across processes on one server Postgres", () =
   }, 240_000);
 
   test("a process killed while holding a key releases it within the lease time", async () => {
-    const a = spawnChild(st!, ["start", JSON.stringify({ steps: [{ stepId: "hold", skillName: "test.db_serial", arguments: { key: "k-kill", ms: 120_000 } }] }), "run-holder"]);
+    const a = spawnChild(st!, [
+      "start",
+      JSON.stringify({
+        steps: [{ stepId: "hold", skillName: "test.db_serial", arguments: { key: "k-kill", ms: 120_000 } }],
+      }),
+      "run-holder",
+    ]);
     children.push(a);
     await a.waitFor((l) => l.span === "k-kill", 60_000);
     // another process wants the key: it waits while the holder lives
-    const b = spawnChild(st!, ["start", JSON.stringify({ steps: [{ stepId: "next", skillName: "test.db_serial", arguments: { key: "k-kill", ms: 10 } }] }), "run-next"]);
+    const b = spawnChild(st!, [
+      "start",
+      JSON.stringify({
+        steps: [{ stepId: "next", skillName: "test.db_serial", arguments: { key: "k-kill", ms: 10 } }],
+      }),
+      "run-next",
+    ]);
     children.push(b);
     await b.waitFor((l) => l.event === "step_waiting_for_limit", 60_000);
     a.proc.kill("SIGKILL");
@@ -99,7 +124,9 @@ describe.runIf(serverUrl)("limits across processes on one server Postgres", () =
     expect(r.types.indexOf("step_waiting_for_limit")).toBeLessThan(r.types.indexOf("step_started"));
     const pool = new pg.Pool({ connectionString: serverUrl, max: 1 });
     try {
-      const { rows } = await pool.query<SpanRow>(`SELECT key, run_id, pid, started_at, finished_at FROM "${st!.schema}".test_spans WHERE key = 'k-kill' ORDER BY id`);
+      const { rows } = await pool.query<SpanRow>(
+        `SELECT key, run_id, pid, started_at, finished_at FROM "${st!.schema}".test_spans WHERE key = 'k-kill' ORDER BY id`,
+      );
       expect(rows.map((x) => x.run_id)).toEqual(["run-holder", "run-next"]);
       // the lease is LEASE_TTL_MS = 1000 (renewed every third of it): the key came free within
       // it after the kill (plus the waiter's poll and this loaded machine's scheduling), not before

@@ -15,19 +15,32 @@ const claimArb: fc.Arbitrary<LimitClaim> = fc.record({
 });
 
 describe("pure rules", () => {
-  propTest.prop([fc.array(claimArb, { maxLength: 8 })])("canonical order: sorted, one entry per key, the tighter limit, whatever the input order", (claims) => {
-    const c = canonicalClaims(claims);
-    const keys = c.map((x) => `${x.kind}\u0000${x.name}`);
-    expect(keys).toEqual([...new Set(keys)].sort());
-    expect(canonicalClaims([...claims].reverse())).toEqual(c);
-    for (const x of c) expect(x.limit).toBe(Math.min(...claims.filter((y) => y.kind === x.kind && y.name === x.name).map((y) => y.limit)));
-  });
+  propTest.prop([fc.array(claimArb, { maxLength: 8 })])(
+    "canonical order: sorted, one entry per key, the tighter limit, whatever the input order",
+    (claims) => {
+      const c = canonicalClaims(claims);
+      const keys = c.map((x) => `${x.kind}\u0000${x.name}`);
+      expect(keys).toEqual([...new Set(keys)].sort());
+      expect(canonicalClaims([...claims].reverse())).toEqual(c);
+      for (const x of c)
+        expect(x.limit).toBe(
+          Math.min(...claims.filter((y) => y.kind === x.kind && y.name === x.name).map((y) => y.limit)),
+        );
+    },
+  );
 
-  propTest.prop([fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 10 })])("FIFO admission: room for the holders and every waiter ahead", (limit, held, ahead) => {
-    expect(admits(limit, held, ahead)).toBe(held + ahead < limit);
-  });
+  propTest.prop([fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 10 })])(
+    "FIFO admission: room for the holders and every waiter ahead",
+    (limit, held, ahead) => {
+      expect(admits(limit, held, ahead)).toBe(held + ahead < limit);
+    },
+  );
 
-  propTest.prop([fc.integer({ min: 1, max: 5 }), fc.array(fc.integer({ min: 0, max: 3_000 }), { maxLength: 12 }), fc.integer({ min: 0, max: 3_000 })])(
+  propTest.prop([
+    fc.integer({ min: 1, max: 5 }),
+    fc.array(fc.integer({ min: 0, max: 3_000 }), { maxLength: 12 }),
+    fc.integer({ min: 0, max: 3_000 }),
+  ])(
     "rate window: after the next start, no rolling second holds more than perSecond starts",
     (perSecond, starts, now) => {
       const past = starts.filter((t) => t <= now);
@@ -47,31 +60,31 @@ describe("MemoryLimits", () => {
   const holder = (i: number) => ({ workspaceId: "w", runId: `r${i}`, stepId: "s", attempt: 1 });
   const signal = () => new AbortController().signal;
 
-  propTest.prop([fc.integer({ min: 1, max: 3 }), fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 25 })], { numRuns: 60 })(
-    "random holders: never above the limit, granted in arrival order",
-    async (limit, holdTicks) => {
-      const l = new MemoryLimits();
-      const claim: LimitClaim = { kind: "resource", name: "api", limit };
-      let inside = 0;
-      let max = 0;
-      const granted: number[] = [];
-      const tick = () => new Promise((r) => setImmediate(r));
-      await Promise.all(
-        holdTicks.map(async (ticks, i) => {
-          const p = await l.acquire([claim], holder(i), { signal: signal() });
-          granted.push(i);
-          inside++;
-          max = Math.max(max, inside);
-          for (let t = 0; t < ticks; t++) await tick();
-          inside--;
-          await p.release();
-        }),
-      );
-      expect(max).toBeLessThanOrEqual(limit);
-      expect(granted).toEqual(holdTicks.map((_, i) => i));
-      expect(l.snapshot()).toEqual({});
-    },
-  );
+  propTest.prop(
+    [fc.integer({ min: 1, max: 3 }), fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 25 })],
+    { numRuns: 60 },
+  )("random holders: never above the limit, granted in arrival order", async (limit, holdTicks) => {
+    const l = new MemoryLimits();
+    const claim: LimitClaim = { kind: "resource", name: "api", limit };
+    let inside = 0;
+    let max = 0;
+    const granted: number[] = [];
+    const tick = () => new Promise((r) => setImmediate(r));
+    await Promise.all(
+      holdTicks.map(async (ticks, i) => {
+        const p = await l.acquire([claim], holder(i), { signal: signal() });
+        granted.push(i);
+        inside++;
+        max = Math.max(max, inside);
+        for (let t = 0; t < ticks; t++) await tick();
+        inside--;
+        await p.release();
+      }),
+    );
+    expect(max).toBeLessThanOrEqual(limit);
+    expect(granted).toEqual(holdTicks.map((_, i) => i));
+    expect(l.snapshot()).toEqual({});
+  });
 
   test("two keys wanted in opposite orders by many holders: no deadlock, never overlapping", async () => {
     const l = new MemoryLimits();

@@ -25,7 +25,9 @@ interface Span {
 
 /** Most spans of one key open at the same moment. */
 function maxOverlap(spans: readonly Span[]): number {
-  const points = spans.flatMap((s) => [[s.start, 1] as const, [s.end, -1] as const]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const points = spans
+    .flatMap((s) => [[s.start, 1] as const, [s.end, -1] as const])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let cur = 0;
   let max = 0;
   for (const [, d] of points) max = Math.max(max, (cur += d));
@@ -98,7 +100,11 @@ describe.each(backends)("limits across runs on $name", (backend) => {
         steps: [
           { stepId: "w1", skillName: "test.table_write", arguments: { table: "t1", ms: 10 } },
           { stepId: "w2", skillName: "test.table_write", dependsOn: ["w1"], arguments: { table: "t2", ms: 5 } },
-          ...["p1", "p2", "p3"].map((id) => ({ stepId: id, skillName: "test.provider_call", arguments: { table: "-", ms: 15 } })),
+          ...["p1", "p2", "p3"].map((id) => ({
+            stepId: id,
+            skillName: "test.provider_call",
+            arguments: { table: "-", ms: 15 },
+          })),
         ],
       };
       const views = await Promise.all(Array.from({ length: n }, () => settle(rt.run(plan)).then((r) => r.view)));
@@ -114,13 +120,28 @@ describe.each(backends)("limits across runs on $name", (backend) => {
   }, 180_000);
 
   test("a waiting step stays pending with waitingFor and an event; its timeout starts when it runs", async () => {
-    const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tw", gate: "hold" } }] });
+    const holder = rt.run({
+      steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tw", gate: "hold" } }],
+    });
     await gates.untilEntered("hold", 60_000);
-    const waiter = rt.run({ steps: [{ stepId: "x", skillName: "test.table_write", arguments: { table: "tw", ms: 1 }, timeoutMs: 300, retry: { maxAttempts: 1 } }] });
-    const view = await waitFor(async () => {
-      const v = await rt.getRun(waiter.runId);
-      return stepOf(v, "x").waitingFor ? v : undefined;
-    }, { what: "step x waiting for table tw", retryErrors: true, timeoutMs: 60_000 });
+    const waiter = rt.run({
+      steps: [
+        {
+          stepId: "x",
+          skillName: "test.table_write",
+          arguments: { table: "tw", ms: 1 },
+          timeoutMs: 300,
+          retry: { maxAttempts: 1 },
+        },
+      ],
+    });
+    const view = await waitFor(
+      async () => {
+        const v = await rt.getRun(waiter.runId);
+        return stepOf(v, "x").waitingFor ? v : undefined;
+      },
+      { what: "step x waiting for table tw", retryErrors: true, timeoutMs: 60_000 },
+    );
     expect(stepOf(view, "x")).toMatchObject({ status: "pending", waitingFor: { serialKey: "tw" }, attempts: 0 });
     // longer than the step's timeout: waiting does not count
     const t = Date.now();
@@ -132,12 +153,17 @@ describe.each(backends)("limits across runs on $name", (backend) => {
     const events = await rt.events(waiter.runId);
     const types = events.filter((e) => e.stepId === "x").map((e) => e.type);
     expect(types).toEqual(["step_waiting_for_limit", "step_started", "step_completed"]);
-    expect(events.find((e) => e.type === "step_waiting_for_limit")!.data).toEqual({ attempt: 1, waitingFor: { serialKey: "tw" } });
+    expect(events.find((e) => e.type === "step_waiting_for_limit")!.data).toEqual({
+      attempt: 1,
+      waitingFor: { serialKey: "tw" },
+    });
   }, 180_000);
 
   test("waiters are served first come, first served", async () => {
     spans.length = 0;
-    const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tf", gate: "hold-fifo" } }] });
+    const holder = rt.run({
+      steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tf", gate: "hold-fifo" } }],
+    });
     await gates.untilEntered("hold-fifo", 60_000);
     const waiters: string[] = [];
     const handles = [];
@@ -146,7 +172,11 @@ describe.each(backends)("limits across runs on $name", (backend) => {
       handles.push(h);
       waiters.push(h.runId);
       // the next run arrives only once this one is queued
-      await waitFor(async () => Boolean(stepOf(await rt.getRun(h.runId), "x").waitingFor), { what: `run ${i} queued`, retryErrors: true, timeoutMs: 60_000 });
+      await waitFor(async () => Boolean(stepOf(await rt.getRun(h.runId), "x").waitingFor), {
+        what: `run ${i} queued`,
+        retryErrors: true,
+        timeoutMs: 60_000,
+      });
     }
     gates.open("hold-fifo");
     await Promise.all([holder, ...handles].map((h) => settle(h)));
@@ -155,12 +185,26 @@ describe.each(backends)("limits across runs on $name", (backend) => {
 
   test("cancelling a run whose step waits for a key: the step is cancelled without running; the key's queue moves on", async () => {
     spans.length = 0;
-    const holder = rt.run({ steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tc", gate: "hold-cancel" } }] });
+    const holder = rt.run({
+      steps: [{ stepId: "h", skillName: "test.table_write", arguments: { table: "tc", gate: "hold-cancel" } }],
+    });
     await gates.untilEntered("hold-cancel", 60_000);
-    const doomed = rt.run({ steps: [{ stepId: "x", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }] });
-    await waitFor(async () => stepOf(await rt.getRun(doomed.runId), "x").waitingFor !== null, { what: "the doomed step queued", retryErrors: true, timeoutMs: 60_000 });
-    const after = rt.run({ steps: [{ stepId: "y", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }] });
-    await waitFor(async () => stepOf(await rt.getRun(after.runId), "y").waitingFor !== null, { what: "the next step queued", retryErrors: true, timeoutMs: 60_000 });
+    const doomed = rt.run({
+      steps: [{ stepId: "x", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }],
+    });
+    await waitFor(async () => stepOf(await rt.getRun(doomed.runId), "x").waitingFor !== null, {
+      what: "the doomed step queued",
+      retryErrors: true,
+      timeoutMs: 60_000,
+    });
+    const after = rt.run({
+      steps: [{ stepId: "y", skillName: "test.table_write", arguments: { table: "tc", ms: 1 } }],
+    });
+    await waitFor(async () => stepOf(await rt.getRun(after.runId), "y").waitingFor !== null, {
+      what: "the next step queued",
+      retryErrors: true,
+      timeoutMs: 60_000,
+    });
     await rt.cancel(doomed.runId, "no longer needed");
     const cancelled = await settle(doomed);
     expect(cancelled.view.status).toBe("cancelled");
@@ -173,9 +217,18 @@ describe.each(backends)("limits across runs on $name", (backend) => {
 
   test("perSecond: no rolling second holds more starts than the resource allows", async () => {
     spans.length = 0;
-    const views = await Promise.all(Array.from({ length: 9 }, () => settle(rt.run({ steps: [{ stepId: "r", skillName: "test.rated_call", arguments: { table: "-", ms: 1 } }] })).then((r) => r.view)));
+    const views = await Promise.all(
+      Array.from({ length: 9 }, () =>
+        settle(
+          rt.run({ steps: [{ stepId: "r", skillName: "test.rated_call", arguments: { table: "-", ms: 1 } }] }),
+        ).then((r) => r.view),
+      ),
+    );
     expect(views.map((v) => v.status)).toEqual(Array(9).fill("completed"));
-    const starts = spans.filter((s) => s.key === "rated").map((s) => s.start).sort((a, b) => a - b);
+    const starts = spans
+      .filter((s) => s.key === "rated")
+      .map((s) => s.start)
+      .sort((a, b) => a - b);
     expect(starts).toHaveLength(9);
     // measured by the skill: the i-th and (i+4)-th start are a second apart. The window is enforced
     // when a start is granted; the skill sees it a scheduling delay later, so a pair can look
@@ -192,7 +245,11 @@ describe.each(backends)("limits across runs on $name", (backend) => {
     let max = 0;
     await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
-        const p = await coordinator.acquire(i % 2 ? [a, b] : [b, a], { workspaceId: "dl", runId: `r${i}`, stepId: "s", attempt: 1 }, { signal: new AbortController().signal });
+        const p = await coordinator.acquire(
+          i % 2 ? [a, b] : [b, a],
+          { workspaceId: "dl", runId: `r${i}`, stepId: "s", attempt: 1 },
+          { signal: new AbortController().signal },
+        );
         max = Math.max(max, ++inside);
         await new Promise((r) => setTimeout(r, 2));
         inside--;

@@ -10,37 +10,56 @@ import { RunFeeds } from "../src/live/feeds.js";
 import { RunSignals } from "../src/live/signals.js";
 import { MemoryRunStore } from "../src/store/memory-run-store.js";
 
-const ev = (i: number, type: EmittedEvent["type"] = "step_started"): EmittedEvent => ({ type, stepId: type.startsWith("step") ? `s${i}` : undefined, at: new Date().toISOString(), data: {}, key: `k${i}` });
+const ev = (i: number, type: EmittedEvent["type"] = "step_started"): EmittedEvent => ({
+  type,
+  stepId: type.startsWith("step") ? `s${i}` : undefined,
+  at: new Date().toISOString(),
+  data: {},
+  key: `k${i}`,
+});
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe("run feeds", () => {
   test("followers joining at random points receive exactly (after, last], in order, then end", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.nat(40), fc.nat(40)), { minLength: 1, maxLength: 12 }), fc.integer({ min: 5, max: 40 }), async (joins, total) => {
-        const store = new MemoryRunStore();
-        const signals = new RunSignals(store);
-        const feeds = new RunFeeds(store, signals, { pollMs: 20 });
-        await store.createRun({ runId: "r", workspaceId: "w", traceId: "t", plan: { steps: [] } as never, context: {}, memory: {} });
-        const followers: { after: number; got: number[]; done: Promise<void> }[] = [];
-        for (let i = 1; i <= total; i++) {
-          for (const [at, after] of joins) {
-            if (at % total !== i - 1) continue;
-            const start = Math.min(after, i - 1);
-            const f = { after: start, got: [] as number[], done: Promise.resolve() };
-            f.done = (async () => {
-              for await (const e of feeds.follow("r", { after: start, until: "terminal" })) f.got.push((e as RunEvent).seq);
-            })();
-            followers.push(f);
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.nat(40), fc.nat(40)), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 5, max: 40 }),
+        async (joins, total) => {
+          const store = new MemoryRunStore();
+          const signals = new RunSignals(store);
+          const feeds = new RunFeeds(store, signals, { pollMs: 20 });
+          await store.createRun({
+            runId: "r",
+            workspaceId: "w",
+            traceId: "t",
+            plan: { steps: [] } as never,
+            context: {},
+            memory: {},
+          });
+          const followers: { after: number; got: number[]; done: Promise<void> }[] = [];
+          for (let i = 1; i <= total; i++) {
+            for (const [at, after] of joins) {
+              if (at % total !== i - 1) continue;
+              const start = Math.min(after, i - 1);
+              const f = { after: start, got: [] as number[], done: Promise.resolve() };
+              f.done = (async () => {
+                for await (const e of feeds.follow("r", { after: start, until: "terminal" }))
+                  f.got.push((e as RunEvent).seq);
+              })();
+              followers.push(f);
+            }
+            await store.append("r", [i === total ? ev(i, "run_completed") : ev(i)]);
+            if (i % 3 === 0) await tick();
           }
-          await store.append("r", [i === total ? ev(i, "run_completed") : ev(i)]);
-          if (i % 3 === 0) await tick();
-        }
-        await Promise.all(followers.map((f) => f.done));
-        for (const f of followers) expect(f.got).toEqual(Array.from({ length: total - f.after }, (_, k) => f.after + k + 1));
-        expect(feeds.size).toBe(0);
-        feeds.close();
-        await signals.close();
-      }),
+          await Promise.all(followers.map((f) => f.done));
+          for (const f of followers)
+            expect(f.got).toEqual(Array.from({ length: total - f.after }, (_, k) => f.after + k + 1));
+          expect(feeds.size).toBe(0);
+          feeds.close();
+          await signals.close();
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -49,7 +68,14 @@ describe("run feeds", () => {
     const store = new MemoryRunStore();
     const signals = new RunSignals(store);
     const feeds = new RunFeeds(store, signals, { pollMs: 20 });
-    await store.createRun({ runId: "r", workspaceId: "w", traceId: "t", plan: { steps: [] } as never, context: {}, memory: {} });
+    await store.createRun({
+      runId: "r",
+      workspaceId: "w",
+      traceId: "t",
+      plan: { steps: [] } as never,
+      context: {},
+      memory: {},
+    });
     const settled: number[] = [];
     const terminal: number[] = [];
     const a = (async () => {

@@ -17,7 +17,12 @@ beforeAll(() => void process.on("warning", onWarning));
 afterAll(() => void process.off("warning", onWarning));
 
 const wide = (n: number, ms: number) => ({
-  steps: Array.from({ length: n }, (_, i) => ({ stepId: `s${i}`, skillName: "core.wait", dependsOn: [], arguments: { ms, value: i } })),
+  steps: Array.from({ length: n }, (_, i) => ({
+    stepId: `s${i}`,
+    skillName: "core.wait",
+    dependsOn: [],
+    arguments: { ms, value: i },
+  })),
 });
 
 /** Warnings are emitted on a later tick: let them arrive before reading them. */

@@ -28,18 +28,41 @@ const sessionOf = (c: Client) => (c.transport as StreamableHTTPClientTransport).
 
 describe("session admission (pure)", () => {
   const q = { perKey: 2, perWorkspace: 3, total: 4 };
-  const s = (id: string, keyId: string, workspaceId: string, lastSeen: number, busy = 0) => ({ id, keyId, workspaceId, lastSeen, busy });
+  const s = (id: string, keyId: string, workspaceId: string, lastSeen: number, busy = 0) => ({
+    id,
+    keyId,
+    workspaceId,
+    lastSeen,
+    busy,
+  });
   test("the key's oldest idle session makes room; a busy one never", () => {
-    expect(admitSession([s("a", "k1", "w", 2), s("b", "k1", "w", 1)], { keyId: "k1", workspaceId: "w" }, q)).toEqual({ ok: true, evict: ["b"] });
-    expect(admitSession([s("a", "k1", "w", 2), s("b", "k1", "w", 1, 1)], { keyId: "k1", workspaceId: "w" }, q)).toEqual({ ok: true, evict: ["a"] });
-    expect(admitSession([s("a", "k1", "w", 2, 1), s("b", "k1", "w", 1, 1)], { keyId: "k1", workspaceId: "w" }, q)).toEqual({ ok: false, scope: "key", limit: 2 });
+    expect(admitSession([s("a", "k1", "w", 2), s("b", "k1", "w", 1)], { keyId: "k1", workspaceId: "w" }, q)).toEqual({
+      ok: true,
+      evict: ["b"],
+    });
+    expect(admitSession([s("a", "k1", "w", 2), s("b", "k1", "w", 1, 1)], { keyId: "k1", workspaceId: "w" }, q)).toEqual(
+      { ok: true, evict: ["a"] },
+    );
+    expect(
+      admitSession([s("a", "k1", "w", 2, 1), s("b", "k1", "w", 1, 1)], { keyId: "k1", workspaceId: "w" }, q),
+    ).toEqual({ ok: false, scope: "key", limit: 2 });
   });
   test("the workspace's quota takes the key's own first, then the workspace's; the process's cap never another workspace's", () => {
     const ws = [s("x", "k2", "w", 0), s("a", "k1", "w", 5), s("b", "k2", "w", 1)];
     expect(admitSession(ws, { keyId: "k1", workspaceId: "w" }, q)).toEqual({ ok: true, evict: ["a"] });
-    expect(admitSession([s("x", "k2", "w", 0), s("b", "k2", "w", 1), s("c", "k3", "w", 3)], { keyId: "k1", workspaceId: "w" }, q)).toEqual({ ok: true, evict: ["x"] });
+    expect(
+      admitSession(
+        [s("x", "k2", "w", 0), s("b", "k2", "w", 1), s("c", "k3", "w", 3)],
+        { keyId: "k1", workspaceId: "w" },
+        q,
+      ),
+    ).toEqual({ ok: true, evict: ["x"] });
     const full = [s("1", "k1", "w1", 0), s("2", "k1", "w1", 0), s("3", "k2", "w2", 0), s("4", "k2", "w2", 0)];
-    expect(admitSession(full, { keyId: "k3", workspaceId: "w3" }, q)).toEqual({ ok: false, scope: "process", limit: 4 });
+    expect(admitSession(full, { keyId: "k3", workspaceId: "w3" }, q)).toEqual({
+      ok: false,
+      scope: "process",
+      limit: 4,
+    });
     expect(admitSession(full, { keyId: "k1", workspaceId: "w1" }, q)).toEqual({ ok: true, evict: ["1"] });
   });
 });
@@ -58,9 +81,19 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
 
   beforeAll(async () => {
     ledger = new EffectLedger();
-    const o = await postgresBackend.open({ skills: [effectSkill(ledger, { name: "test.undo_fails", compensationFailures: Number.POSITIVE_INFINITY })] });
-    api = await serveApi(o.runtime, o.db, { mcp: { maxSessionsPerKey: 2, maxSessionsPerWorkspace: 3, maxSessions: 100 }, limits: { streamsPerKey: 1 } });
-    quick = await serveApi(o.runtime, o.db, { live: api.live, access: api.access, mcp: { sessionIdleMs: 300 }, limits: { streamsPerKey: 1 } });
+    const o = await postgresBackend.open({
+      skills: [effectSkill(ledger, { name: "test.undo_fails", compensationFailures: Number.POSITIVE_INFINITY })],
+    });
+    api = await serveApi(o.runtime, o.db, {
+      mcp: { maxSessionsPerKey: 2, maxSessionsPerWorkspace: 3, maxSessions: 100 },
+      limits: { streamsPerKey: 1 },
+    });
+    quick = await serveApi(o.runtime, o.db, {
+      live: api.live,
+      access: api.access,
+      mcp: { sessionIdleMs: 300 },
+      limits: { streamsPerKey: 1 },
+    });
     close = async () => {
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       await quick.close();
@@ -78,7 +111,10 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
     const c3 = await connect(api.url, k);
     expect([await alive(c1), await alive(c2), await alive(c3)]).toEqual([false, true, true]);
     // both sessions answering a call: nothing idle to close
-    const busy = [callTool(c2, "run_tool_chain", { plan: waitPlan(2_000) }), callTool(c3, "run_tool_chain", { plan: waitPlan(2_000) })];
+    const busy = [
+      callTool(c2, "run_tool_chain", { plan: waitPlan(2_000) }),
+      callTool(c3, "run_tool_chain", { plan: waitPlan(2_000) }),
+    ];
     await new Promise((r) => setTimeout(r, 300));
     const refused = await connect(api.url, k).then(
       () => "connected",
@@ -102,17 +138,27 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
 
   test("an open GET stream takes one of the key's event-stream slots, and does not keep an idle session alive", async () => {
     const k = await newKey(quick.access, "ws-sess-stream");
-    const run = await call(quick.url, "POST", "/api/tool-chains/run", { key: k, body: { plan: { steps: [{ stepId: "p", skillName: "core.wait", arguments: { ms: 60_000 } }] }, wait: false } });
+    const run = await call(quick.url, "POST", "/api/tool-chains/run", {
+      key: k,
+      body: { plan: { steps: [{ stepId: "p", skillName: "core.wait", arguments: { ms: 60_000 } }] }, wait: false },
+    });
     const runId = run.body.runId as string;
     const eventsStatus = async () => {
       const ctl = new AbortController();
-      const r = await fetch(`${quick.url}/api/tool-chains/runs/${runId}/events`, { headers: { authorization: `Bearer ${k}`, accept: "text/event-stream" }, signal: ctl.signal });
-      const out: { status: number; body?: any } = { status: r.status, body: r.status === 429 ? await r.json() : undefined };
+      const r = await fetch(`${quick.url}/api/tool-chains/runs/${runId}/events`, {
+        headers: { authorization: `Bearer ${k}`, accept: "text/event-stream" },
+        signal: ctl.signal,
+      });
+      const out: { status: number; body?: any } = {
+        status: r.status,
+        body: r.status === 429 ? await r.json() : undefined,
+      };
       ctl.abort();
       await r.body?.cancel().catch(() => undefined);
       return out;
     };
-    const openStreams = async () => Number(/^toolchain_sse_clients (\d+)$/m.exec(await (await fetch(`${quick.url}/metrics`)).text())![1]);
+    const openStreams = async () =>
+      Number(/^toolchain_sse_clients (\d+)$/m.exec(await (await fetch(`${quick.url}/metrics`)).text())![1]);
     const c = await connect(quick.url, k);
     const id = sessionOf(c);
     // the client opens its GET stream after initialize: counted with the event streams, it takes the key's one slot
@@ -123,7 +169,17 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
     // no requests for longer than sessionIdleMs: the session is closed, stream and all, and the slot is free
     // (watched through the metrics, which are no request on the session)
     await waitFor(async () => (await openStreams()) === 0, { intervalMs: 50 });
-    const r = await fetch(`${quick.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+    const r = await fetch(`${quick.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": id,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
     expect(r.status).toBe(404);
     expect(((await r.json()) as any).error.message).toBe("Session not found");
     expect((await eventsStatus()).status).toBe(200);
@@ -133,10 +189,32 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
   test("a JSON-RPC batch is refused with one JSON-RPC error: 40 run_tool_chain calls create no run", async () => {
     const k = await newKey(api.access, "ws-batch");
     const c = await connect(api.url, k);
-    const batch = Array.from({ length: 40 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name: "run_tool_chain", arguments: { plan: waitPlan(0) } } }));
-    const r = await fetch(`${api.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionOf(c), "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify(batch) });
+    const batch = Array.from({ length: 40 }, (_, i) => ({
+      jsonrpc: "2.0",
+      id: i + 1,
+      method: "tools/call",
+      params: { name: "run_tool_chain", arguments: { plan: waitPlan(0) } },
+    }));
+    const r = await fetch(`${api.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionOf(c),
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify(batch),
+    });
     expect(r.status).toBe(400);
-    expect(await r.json()).toEqual({ jsonrpc: "2.0", error: { code: -32600, message: "Invalid Request: JSON-RPC batches are not supported; send one request per HTTP POST" }, id: null });
+    expect(await r.json()).toEqual({
+      jsonrpc: "2.0",
+      error: {
+        code: -32600,
+        message: "Invalid Request: JSON-RPC batches are not supported; send one request per HTTP POST",
+      },
+      id: null,
+    });
     expect((await call(api.url, "GET", "/api/tool-chains/runs", { key: k })).body.runs).toEqual([]);
     expect(await alive(c)).toBe(true);
   });
@@ -161,7 +239,10 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
         const before = (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: k })).body;
         asked.push(before.pendingConfirmations[0].round);
         // answered elsewhere meanwhile (the REST API, for this round): the run moves on to the compensation wait
-        const r = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, { key: k, body: { stepId: "pub", decision: "approve", round: before.pendingConfirmations[0].round } });
+        const r = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, {
+          key: k,
+          body: { stepId: "pub", decision: "approve", round: before.pendingConfirmations[0].round },
+        });
         expect(r.status).toBe(200);
         const waiting = r.body.pendingConfirmations.find((p: { stepId: string }) => p.stepId === "pub");
         expect(waiting).toMatchObject({ kind: "compensation" });
@@ -177,14 +258,22 @@ describe(`MCP bounds over HTTP on ${postgresBackend.name}`, () => {
     expect(compensationRound).not.toBe(0);
     const runId = res.data.runId as string;
     expect(ledger.effects.get(`${runId}:pub`)).toBe(1);
-    const events = (await call(api.url, "GET", `/api/tool-chains/runs/${runId}/events`, { key: k })).body.events as { type: string; stepId?: string }[];
+    const events = (await call(api.url, "GET", `/api/tool-chains/runs/${runId}/events`, { key: k })).body.events as {
+      type: string;
+      stepId?: string;
+    }[];
     expect(events.filter((e) => e.type === "step_rollback_failed" && e.stepId === "pub")).toHaveLength(1);
     // confirm_tool_chain_step with a stale round is refused the same way
     const stale = await callTool(c, "confirm_tool_chain_step", { runId, stepId: "pub", decision: "approve", round: 0 });
     expect(stale.result.isError).toBe(true);
     expect(stale.data.error.code).toBe("CONFIRMATION_NOT_PENDING");
     // and with the round shown, it applies
-    const skip = await callTool(c, "confirm_tool_chain_step", { runId, stepId: "pub", decision: "skip", round: compensationRound });
+    const skip = await callTool(c, "confirm_tool_chain_step", {
+      runId,
+      stepId: "pub",
+      decision: "skip",
+      round: compensationRound,
+    });
     expect(skip.data.pending).toEqual([]);
   });
 });

@@ -7,7 +7,16 @@ import { answerOf, confirmationQuestion } from "../src/mcp/elicitation.js";
 import { runSummary, toRunResult } from "../src/tools/results.js";
 import { ToolChainRunResultSchema } from "../src/tools/definitions.js";
 
-const TYPES = ["step_started", "step_completed", "step_failed", "step_skipped", "step_cancelled", "step_retrying", "step_waiting_confirmation", "run_completed"] as const;
+const TYPES = [
+  "step_started",
+  "step_completed",
+  "step_failed",
+  "step_skipped",
+  "step_cancelled",
+  "step_retrying",
+  "step_waiting_confirmation",
+  "run_completed",
+] as const;
 
 describe("ProgressTracker", () => {
   test("progress strictly grows, never passes total, and reaches it when every step finished", () => {
@@ -40,27 +49,46 @@ describe("ProgressTracker", () => {
       { stepId: "a", status: "completed" },
       { stepId: "b", status: "waiting_confirmation" },
     ]);
-    expect(t.next({ type: "step_started", stepId: "b", data: {} } as unknown as RunEvent)).toEqual({ progress: 3, total: 4, message: "step b started" });
+    expect(t.next({ type: "step_started", stepId: "b", data: {} } as unknown as RunEvent)).toEqual({
+      progress: 3,
+      total: 4,
+      message: "step b started",
+    });
     const planned = new ProgressTracker([]);
     expect(planned.next({ type: "planning_completed", data: { steps: 3 } } as unknown as RunEvent)).toBeUndefined();
-    expect(planned.next({ type: "step_failed", stepId: "x", data: { error: { code: "TIMEOUT" } } } as unknown as RunEvent)).toEqual({ progress: 2, total: 6, message: "step x failed (TIMEOUT)" });
+    expect(
+      planned.next({ type: "step_failed", stepId: "x", data: { error: { code: "TIMEOUT" } } } as unknown as RunEvent),
+    ).toEqual({ progress: 2, total: 6, message: "step x failed (TIMEOUT)" });
   });
 });
 
 describe("elicitation", () => {
   test("accept approves, decline rejects, cancel cancels the run; a comment is kept", () => {
-    expect(answerOf({ action: "accept", content: { comment: "  ok " } })).toEqual({ kind: "decide", decision: "approve", comment: "ok" });
+    expect(answerOf({ action: "accept", content: { comment: "  ok " } })).toEqual({
+      kind: "decide",
+      decision: "approve",
+      comment: "ok",
+    });
     expect(answerOf({ action: "accept" })).toEqual({ kind: "decide", decision: "approve" });
     expect(answerOf({ action: "decline" })).toEqual({ kind: "decide", decision: "reject" });
     expect(answerOf({ action: "cancel" })).toEqual({ kind: "cancel_run" });
   });
 
   test("the question shows the step, its preview and arguments, and asks for primitives only", () => {
-    const q = confirmationQuestion("run_1", "ship it", { stepId: "pub", skillName: "x.publish", arguments: { title: "t" }, preview: { willPublish: "t" }, kind: "confirmation" });
+    const q = confirmationQuestion("run_1", "ship it", {
+      stepId: "pub",
+      skillName: "x.publish",
+      arguments: { title: "t" },
+      preview: { willPublish: "t" },
+      kind: "confirmation",
+    });
     expect(q.message).toContain('Step "pub" (x.publish) of tool-chain run run_1');
     expect(q.message).toContain('Preview: {"willPublish":"t"}');
     expect(q.message).toContain('Arguments: {"title":"t"}');
-    expect(q.requestedSchema).toEqual({ type: "object", properties: { comment: expect.objectContaining({ type: "string" }) } });
+    expect(q.requestedSchema).toEqual({
+      type: "object",
+      properties: { comment: expect.objectContaining({ type: "string" }) },
+    });
   });
 });
 
@@ -71,15 +99,44 @@ describe("tool results", () => {
       status: "waiting_confirmation",
       plan: { goal: "g", steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" },
       steps: [
-        { stepId: "a", skillName: "core.pass", status: "completed", attempts: 1, output: { n: 1 }, error: null } as never,
-        { stepId: "b", skillName: "x.publish", status: "waiting_confirmation", attempts: 0, output: null, error: null } as never,
+        {
+          stepId: "a",
+          skillName: "core.pass",
+          status: "completed",
+          attempts: 1,
+          output: { n: 1 },
+          error: null,
+        } as never,
+        {
+          stepId: "b",
+          skillName: "x.publish",
+          status: "waiting_confirmation",
+          attempts: 0,
+          output: null,
+          error: null,
+        } as never,
       ],
-      pendingConfirmations: [{ stepId: "b", skillName: "x.publish", arguments: { t: 1 }, preview: { will: 1 }, round: 0, kind: "confirmation" }],
+      pendingConfirmations: [
+        {
+          stepId: "b",
+          skillName: "x.publish",
+          arguments: { t: 1 },
+          preview: { will: 1 },
+          round: 0,
+          kind: "confirmation",
+        },
+      ],
       result: null,
       error: null,
     });
     expect(ToolChainRunResultSchema.parse(r)).toEqual(r);
-    expect(r.steps[0]).toEqual({ stepId: "a", skillName: "core.pass", status: "completed", attempts: 1, output: { n: 1 } });
+    expect(r.steps[0]).toEqual({
+      stepId: "a",
+      skillName: "core.pass",
+      status: "completed",
+      attempts: 1,
+      output: { n: 1 },
+    });
     const text = runSummary(r);
     expect(text).toContain("Run r1: waiting_confirmation (goal: g)");
     expect(text).toContain("- b (x.publish): approve to run it, reject to skip it");

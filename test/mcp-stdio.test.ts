@@ -17,7 +17,13 @@ import { callTool } from "./helpers/mcp.js";
 const confirmPlan = (value: string) => ({
   steps: [
     { stepId: "a", skillName: "core.pass", arguments: { value } },
-    { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } }, requireConfirmation: true },
+    {
+      stepId: "b",
+      skillName: "core.pass",
+      dependsOn: ["a"],
+      arguments: { value: { $ref: "steps.a" } },
+      requireConfirmation: true,
+    },
   ],
 });
 
@@ -36,7 +42,10 @@ describe(`toolchain mcp (stdio) on ${serverUrl ? "postgres-server" : "postgres-e
     });
     let stderr = "";
     transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-    const client = new Client({ name: "stdio-tests", version: "1.0.0" }, { capabilities: o.elicit ? { elicitation: { form: {} } } : {} });
+    const client = new Client(
+      { name: "stdio-tests", version: "1.0.0" },
+      { capabilities: o.elicit ? { elicitation: { form: {} } } : {} },
+    );
     if (o.elicit) client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept" as const }));
     try {
       // opening the database comes first: slow on a loaded machine
@@ -55,23 +64,38 @@ describe(`toolchain mcp (stdio) on ${serverUrl ? "postgres-server" : "postgres-e
     expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
 
     const waiting = await callTool(first.client, "run_tool_chain", { plan: confirmPlan("x") });
-    expect(waiting.data).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "b", arguments: { value: "x" } }] });
+    expect(waiting.data).toMatchObject({
+      status: "waiting_confirmation",
+      pending: [{ stepId: "b", arguments: { value: "x" } }],
+    });
     const kept = await callTool(first.client, "run_tool_chain", { plan: confirmPlan("kept") });
-    const done = await callTool(first.client, "confirm_tool_chain_step", { runId: waiting.data.runId, stepId: "b", decision: "approve" });
+    const done = await callTool(first.client, "confirm_tool_chain_step", {
+      runId: waiting.data.runId,
+      stepId: "b",
+      decision: "approve",
+    });
     expect(done.data).toMatchObject({ status: "completed", outputs: { b: "x" } });
     expect(first.stderr()).toContain('workspace "local"');
     await first.client.close();
 
     // the next process (embedded: the same data directory) finds the waiting run and finishes it through elicitation
     const second = await launch(storage.env, { elicit: true });
-    expect((await callTool(second.client, "get_tool_chain_run", { runId: kept.data.runId })).data.status).toBe("waiting_confirmation");
-    const resumed = await callTool(second.client, "confirm_tool_chain_step", { runId: kept.data.runId, stepId: "b", decision: "approve" });
+    expect((await callTool(second.client, "get_tool_chain_run", { runId: kept.data.runId })).data.status).toBe(
+      "waiting_confirmation",
+    );
+    const resumed = await callTool(second.client, "confirm_tool_chain_step", {
+      runId: kept.data.runId,
+      stepId: "b",
+      decision: "approve",
+    });
     expect(resumed.data).toMatchObject({ status: "completed", outputs: { b: "kept" } });
     const asked = await callTool(second.client, "run_tool_chain", { plan: confirmPlan("y") });
     expect(asked.data).toMatchObject({ status: "completed", outputs: { b: "y" } });
   }, 400_000);
 
   test("an unknown key is refused at start", async () => {
-    await expect(launch({ ...sharedStorage().env, TOOLCHAIN_API_KEY: "tck_nope" })).rejects.toThrow(/UNAUTHORIZED: TOOLCHAIN_API_KEY/);
+    await expect(launch({ ...sharedStorage().env, TOOLCHAIN_API_KEY: "tck_nope" })).rejects.toThrow(
+      /UNAUTHORIZED: TOOLCHAIN_API_KEY/,
+    );
   }, 200_000);
 });

@@ -15,7 +15,8 @@ import { callTool, mcpClient } from "./helpers/mcp.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
 import { MemoryTableStore, qtableSkills } from "../skills/qtable/index.js";
 
-const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
+const REQUEST =
+  "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
 
 /** prep → pubA, pubB (both wait for confirmation) → after */
 const twoApprovals = (title: string) => ({
@@ -24,7 +25,12 @@ const twoApprovals = (title: string) => ({
     { stepId: "prep", skillName: "core.pass", arguments: { value: title } },
     { stepId: "pubA", skillName: "test.publish", dependsOn: ["prep"], arguments: { title: { $ref: "steps.prep" } } },
     { stepId: "pubB", skillName: "test.publish", dependsOn: ["prep"], arguments: { title: `${title}-b` } },
-    { stepId: "after", skillName: "core.pass", dependsOn: ["pubA", "pubB"], arguments: { value: { a: { $ref: "steps.pubA.published" }, b: { $ref: "steps.pubB.published" } } } },
+    {
+      stepId: "after",
+      skillName: "core.pass",
+      dependsOn: ["pubA", "pubB"],
+      arguments: { value: { a: { $ref: "steps.pubA.published" }, b: { $ref: "steps.pubB.published" } } },
+    },
   ],
 });
 const oneApproval = (title: string) => ({
@@ -56,7 +62,11 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     tableId = (await tables.ensureWorkspace("ws-mcp-a")).id;
     const o = await postgresBackend.open({ skills: [approvalSkill(ledger), ...qtableSkills({ store: tables })] });
     api = await serveApi(o.runtime, o.db);
-    impatient = await serveApi(o.runtime, o.db, { live: api.live, access: api.access, mcp: { elicitationTimeoutMs: 200 } });
+    impatient = await serveApi(o.runtime, o.db, {
+      live: api.live,
+      access: api.access,
+      mcp: { elicitationTimeoutMs: 200 },
+    });
     keyA = await newKey(api.access, "ws-mcp-a");
     keyB = await newKey(api.access, "ws-mcp-b", ["core.*"]);
     close = async () => {
@@ -81,7 +91,9 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     }
     const run = tools.find((t) => t.name === "run_tool_chain")!;
     expect(Object.keys(run.inputSchema.properties!)).toEqual(expect.arrayContaining(["request", "plan", "context"]));
-    expect((run.inputSchema.properties!.plan as { properties: Record<string, unknown> }).properties).toHaveProperty("steps");
+    expect((run.inputSchema.properties!.plan as { properties: Record<string, unknown> }).properties).toHaveProperty(
+      "steps",
+    );
     const confirm = tools.find((t) => t.name === "confirm_tool_chain_step")!;
     expect(confirm.inputSchema.required).toEqual(expect.arrayContaining(["runId", "stepId", "decision"]));
     expect(client.getInstructions()).toMatch(/confirm_tool_chain_step/);
@@ -89,8 +101,15 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
 
   test("elicitation: both waiting steps are asked in turn, accepted, and the call ends with the result; progress is reported", async () => {
     const asked: ElicitRequest["params"][] = [];
-    const client = await connect(api.url, keyA, { elicit: (q) => (asked.push(q), { action: "accept", content: { comment: "looks right" } }) });
-    const r = await callTool(client, "run_tool_chain", { plan: twoApprovals("doc1"), context: { who: "tests" } }, { progress: true });
+    const client = await connect(api.url, keyA, {
+      elicit: (q) => (asked.push(q), { action: "accept", content: { comment: "looks right" } }),
+    });
+    const r = await callTool(
+      client,
+      "run_tool_chain",
+      { plan: twoApprovals("doc1"), context: { who: "tests" } },
+      { progress: true },
+    );
     expect(r.result.isError).toBeFalsy();
     const out = ToolChainRunResultSchema.parse(r.data);
     expect(out).toMatchObject({ status: "completed", pending: [], outputs: { after: { a: "doc1", b: "doc1-b" } } });
@@ -104,7 +123,8 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     expect(effectsOf(out.runId, "pubA")).toBe(1);
     expect(effectsOf(out.runId, "pubB")).toBe(1);
     // the decisions went through the durable confirm path, with the user's comment
-    const events = (await call(api.url, "GET", `/api/tool-chains/runs/${out.runId}/events`, { key: keyA })).body.events as { type: string; stepId?: string; data: Record<string, unknown> }[];
+    const events = (await call(api.url, "GET", `/api/tool-chains/runs/${out.runId}/events`, { key: keyA })).body
+      .events as { type: string; stepId?: string; data: Record<string, unknown> }[];
     const confirmed = events.filter((e) => e.type === "step_confirmed");
     expect(confirmed.map((e) => [e.stepId, e.data.decision, e.data.comment]).sort()).toEqual([
       ["pubA", "approve", "looks right"],
@@ -112,15 +132,51 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     ]);
     // progress: growing, out of 2 × steps, naming steps
     expect(r.progress.length).toBeGreaterThanOrEqual(2);
-    expect(r.progress.every((p, i) => p.total === 8 && (i === 0 || p.progress > r.progress[i - 1]!.progress))).toBe(true);
+    expect(r.progress.every((p, i) => p.total === 8 && (i === 0 || p.progress > r.progress[i - 1]!.progress))).toBe(
+      true,
+    );
     expect(r.progress.map((p) => p.message)).toContain("step prep completed");
     expect(r.text).toContain(`Run ${out.runId}: completed`);
+  });
+
+  test("elicitation answers are the person's behind the session: a personal key's user is recorded as `by`, via mcp", async () => {
+    const personal = (
+      await api.access.createKey("ws-mcp-a", {
+        user: { id: "ana", name: "Ana Lopez", roles: ["operator", "approver"] },
+      })
+    ).key;
+    const client = await connect(api.url, personal, { elicit: () => ({ action: "accept", content: {} }) });
+    const r = await callTool(client, "run_tool_chain", { plan: oneApproval("doc-who") });
+    const out = ToolChainRunResultSchema.parse(r.data);
+    expect(out.status).toBe("completed");
+    expect(effectsOf(out.runId, "pub")).toBe(1);
+    const events = (await call(api.url, "GET", `/api/tool-chains/runs/${out.runId}/events`, { key: keyA })).body
+      .events as { type: string; stepId?: string; data: Record<string, unknown> }[];
+    const confirmed = events.find((e) => e.type === "step_confirmed" && e.stepId === "pub")!;
+    expect(confirmed.data).toMatchObject({
+      decision: "approve",
+      by: { kind: "user", id: "ana", name: "Ana Lopez" },
+      via: "mcp",
+    });
+    const view = (await call(api.url, "GET", `/api/tool-chains/runs/${out.runId}`, { key: keyA })).body as {
+      steps: { stepId: string; decision: { by: unknown; via: string } | null }[];
+    };
+    expect(view.steps.find((s) => s.stepId === "pub")!.decision).toMatchObject({
+      by: { kind: "user", id: "ana" },
+      via: "mcp",
+    });
   });
 
   test("elicitation: decline rejects the step (never executed); cancel cancels the run", async () => {
     const declining = await connect(api.url, keyA, { elicit: () => ({ action: "decline" }) });
     const d = await callTool(declining, "run_tool_chain", { plan: oneApproval("doc2") });
-    expect(d.data).toMatchObject({ status: "failed", steps: [{ stepId: "prep", status: "completed" }, { stepId: "pub", status: "failed", error: { code: "REJECTED" } }] });
+    expect(d.data).toMatchObject({
+      status: "failed",
+      steps: [
+        { stepId: "prep", status: "completed" },
+        { stepId: "pub", status: "failed", error: { code: "REJECTED" } },
+      ],
+    });
     expect(effectsOf(d.data.runId, "pub")).toBe(0);
     expect(ledger.log).not.toContain("publish:doc2");
 
@@ -134,15 +190,41 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
   test("without elicitation: the call returns waiting_confirmation at once; confirm_tool_chain_step finishes the run", async () => {
     const client = await connect(api.url, keyA);
     const w = await callTool(client, "run_tool_chain", { plan: oneApproval("doc4") });
-    expect(w.data).toMatchObject({ status: "waiting_confirmation", pending: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "doc4" }, preview: { willPublish: "doc4" }, kind: "confirmation" }] });
+    expect(w.data).toMatchObject({
+      status: "waiting_confirmation",
+      pending: [
+        {
+          stepId: "pub",
+          skillName: "test.publish",
+          arguments: { title: "doc4" },
+          preview: { willPublish: "doc4" },
+          kind: "confirmation",
+        },
+      ],
+    });
     const runId = w.data.runId as string;
     expect(w.text).toContain("confirm_tool_chain_step");
-    expect((await callTool(client, "get_tool_chain_run", { runId })).data).toMatchObject({ runId, status: "waiting_confirmation" });
+    expect((await callTool(client, "get_tool_chain_run", { runId })).data).toMatchObject({
+      runId,
+      status: "waiting_confirmation",
+    });
     // the same run seen over REST
-    expect((await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: keyA })).body.pendingConfirmations).toHaveLength(1);
+    expect(
+      (await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: keyA })).body.pendingConfirmations,
+    ).toHaveLength(1);
 
-    const c = await callTool(client, "confirm_tool_chain_step", { runId, stepId: "pub", decision: "approve", comment: "go" }, { progress: true });
-    expect(c.data).toMatchObject({ runId, status: "completed", pending: [], steps: [{ stepId: "prep" }, { stepId: "pub", status: "completed", output: { published: "doc4" } }] });
+    const c = await callTool(
+      client,
+      "confirm_tool_chain_step",
+      { runId, stepId: "pub", decision: "approve", comment: "go" },
+      { progress: true },
+    );
+    expect(c.data).toMatchObject({
+      runId,
+      status: "completed",
+      pending: [],
+      steps: [{ stepId: "prep" }, { stepId: "pub", status: "completed", output: { published: "doc4" } }],
+    });
     expect(c.progress.at(-1)).toMatchObject({ progress: 4, total: 4 });
     // a repeat is refused with the durable path's code and runs nothing again
     const again = await callTool(client, "confirm_tool_chain_step", { runId, stepId: "pub", decision: "reject" });
@@ -175,7 +257,12 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
 
   test("a wrong key answers 401 (the SDK client cannot connect); no key likewise", async () => {
     await expect(mcpClient(api.url, "tck_not-a-real-key")).rejects.toThrow();
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    };
     const headers = { accept: "application/json, text/event-stream" };
     const wrong = await call(api.url, "POST", "/mcp", { key: "tck_wrong", body: init, headers });
     expect([wrong.status, wrong.body.error.code]).toEqual([401, "UNAUTHORIZED"]);
@@ -203,8 +290,17 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     const sessionId = (a.transport as StreamableHTTPServerTransportLike).sessionId!;
     const hijack = await call(api.url, "POST", "/mcp", {
       key: keyB,
-      headers: { accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
-      body: { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "get_tool_chain_run", arguments: { runId } } },
+      headers: {
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: {
+        jsonrpc: "2.0",
+        id: 9,
+        method: "tools/call",
+        params: { name: "get_tool_chain_run", arguments: { runId } },
+      },
     });
     expect(hijack.status).toBe(404);
     await callTool(a, "cancel_tool_chain_run", { runId });
@@ -219,7 +315,9 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     const runs = await call(api.url, "GET", "/api/tool-chains/runs", { key: keyB });
     expect(runs.body.runs).toEqual([]);
     // what B may use runs
-    const ok = await callTool(b, "run_tool_chain", { plan: { steps: [{ stepId: "x", skillName: "core.pass", arguments: { value: 1 } }] } });
+    const ok = await callTool(b, "run_tool_chain", {
+      plan: { steps: [{ stepId: "x", skillName: "core.pass", arguments: { value: 1 } }] },
+    });
     expect(ok.data).toMatchObject({ status: "completed", outputs: { x: 1 } });
   });
 
@@ -229,11 +327,25 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     expect(r.result.isError).toBeFalsy();
     expect(r.data.planner).toMatchObject({ kind: "fallback", fallbackReason: "not_configured" });
     const skills = r.data.steps.map((s: { skillName: string }) => s.skillName);
-    expect(skills).toEqual(expect.arrayContaining(["qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.task.records.create"]));
-    expect(r.data.steps.find((s: { skillName: string }) => s.skillName === "qtable.task.records.create").requiresConfirmation).toBe(true);
+    expect(skills).toEqual(
+      expect.arrayContaining([
+        "qtable.task.split",
+        "qtable.task.estimate",
+        "qtable.gantt.generate",
+        "qtable.task.records.create",
+      ]),
+    );
+    expect(
+      r.data.steps.find((s: { skillName: string }) => s.skillName === "qtable.task.records.create")
+        .requiresConfirmation,
+    ).toBe(true);
     expect(r.text).toContain("not run yet");
     expect((await tables.listRecords("ws-mcp-a", tableId))!.records).toHaveLength(0);
-    expect((await call(api.url, "GET", "/api/tool-chains/runs?limit=100", { key: keyA })).body.runs.every((x: { goal: string | null }) => !x.goal?.includes("approval system"))).toBe(true);
+    expect(
+      (await call(api.url, "GET", "/api/tool-chains/runs?limit=100", { key: keyA })).body.runs.every(
+        (x: { goal: string | null }) => !x.goal?.includes("approval system"),
+      ),
+    ).toBe(true);
     // workspace B may not use the QTable skills: the planner cannot write a plan for it
     const b = await connect(api.url, keyB);
     const refused = await callTool(b, "plan_tool_chain", { request: REQUEST, context: { table: { id: tableId } } });
@@ -243,7 +355,12 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
   test("run_tool_chain from a request: planned, run, the table write confirmed through elicitation, records created once", async () => {
     const asked: string[] = [];
     const client = await connect(api.url, keyA, { elicit: (q) => (asked.push(q.message), { action: "accept" }) });
-    const r = await callTool(client, "run_tool_chain", { request: REQUEST, context: { table: { id: tableId } } }, { progress: true });
+    const r = await callTool(
+      client,
+      "run_tool_chain",
+      { request: REQUEST, context: { table: { id: tableId } } },
+      { progress: true },
+    );
     expect(r.data.status).toBe("completed");
     expect(asked).toHaveLength(1);
     expect(asked[0]).toContain("qtable.task.records.create");
@@ -262,11 +379,21 @@ describe(`MCP over HTTP on ${postgresBackend.name}`, () => {
     const both = await client.callTool({ name: "run_tool_chain", arguments: { request: "x", plan: oneApproval("y") } });
     expect(both.isError).toBe(true);
     expect(JSON.stringify(both.content)).toContain("exactly one of `request` or `plan`");
-    const cycle = await callTool(client, "run_tool_chain", { plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["b"] }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"] }] } });
+    const cycle = await callTool(client, "run_tool_chain", {
+      plan: {
+        steps: [
+          { stepId: "a", skillName: "core.pass", dependsOn: ["b"] },
+          { stepId: "b", skillName: "core.pass", dependsOn: ["a"] },
+        ],
+      },
+    });
     expect(cycle.data.error.code).toBe("PLAN_CYCLE");
     const unknown = await callTool(client, "get_tool_chain_run", { runId: "no-such-run" });
     expect(unknown.data.error.code).toBe("RUN_NOT_FOUND");
-    const badDecision = await client.callTool({ name: "confirm_tool_chain_step", arguments: { runId: "r", stepId: "s", decision: "maybe" } });
+    const badDecision = await client.callTool({
+      name: "confirm_tool_chain_step",
+      arguments: { runId: "r", stepId: "s", decision: "maybe" },
+    });
     expect(badDecision.isError).toBe(true);
     expect(JSON.stringify(badDecision.content)).toContain("decision");
   });

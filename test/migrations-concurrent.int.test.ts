@@ -15,12 +15,16 @@ describe.runIf(serverUrl)("migrations started by several processes at once", () 
     const children = Array.from({ length: 6 }, () => spawnChild(storage, [], {}, "test/fixtures/migrate-child.ts"));
     const codes = await Promise.all(children.map((c) => c.exited));
     const outs = children.map((c) => c.lines[0] as { ok: boolean; status?: string; error?: string } | undefined);
-    expect(outs.map((o, i) => (o?.ok ? o.status : `${o?.error ?? ""}${children[i]!.stderr()}`))).toEqual(Array(6).fill("completed"));
+    expect(outs.map((o, i) => (o?.ok ? o.status : `${o?.error ?? ""}${children[i]!.stderr()}`))).toEqual(
+      Array(6).fill("completed"),
+    );
     expect(codes).toEqual(Array(6).fill(0));
     const c = new pg.Client({ connectionString: serverUrl });
     await c.connect();
     try {
-      const { rows } = await c.query(`SELECT version, count(*)::int AS n FROM "${schema}".toolchain_migrations GROUP BY version ORDER BY version`);
+      const { rows } = await c.query(
+        `SELECT version, count(*)::int AS n FROM "${schema}".toolchain_migrations GROUP BY version ORDER BY version`,
+      );
       expect(rows.length).toBeGreaterThan(0);
       expect(rows.every((r) => r.n === 1)).toBe(true);
       expect(rows.map((r) => r.version)).toEqual(rows.map((_, i) => i));

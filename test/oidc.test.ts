@@ -32,14 +32,19 @@ describe(`JWT sign-in (jose, local JWKS) on ${postgresBackend.name}`, () => {
     good = a.privateKey;
     other = b.privateKey;
     const jwk = { ...(await exportJWK(a.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
-    jwksServer = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] })));
+    jwksServer = createServer((_req, res) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] })),
+    );
     await new Promise<void>((r) => jwksServer.listen(0, "127.0.0.1", () => r()));
     const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
     const o = await postgresBackend.open({ skills: [approvalSkill(new EffectLedger())] });
     const access = new PgAccessStore(o.db!);
     await access.ensureWorkspace("sso");
     serviceKey = (await access.createKey("sso")).key;
-    api = await serveApi(o.runtime, o.db, { access, auth: withOidc(cachedAuthenticator(access, 0), { issuer: ISSUER, audience: AUDIENCE, jwksUrl }, access) });
+    api = await serveApi(o.runtime, o.db, {
+      access,
+      auth: withOidc(cachedAuthenticator(access, 0), { issuer: ISSUER, audience: AUDIENCE, jwksUrl }, access),
+    });
     close = async () => {
       await api.close();
       await o.close();
@@ -48,7 +53,10 @@ describe(`JWT sign-in (jose, local JWKS) on ${postgresBackend.name}`, () => {
   });
   afterAll(() => close?.());
 
-  const token = (claims: Record<string, unknown>, o: { key?: CryptoKey; aud?: string; iss?: string; exp?: string | number } = {}) =>
+  const token = (
+    claims: Record<string, unknown>,
+    o: { key?: CryptoKey; aud?: string; iss?: string; exp?: string | number } = {},
+  ) =>
     new SignJWT({ workspace: "sso", ...claims })
       .setProtectedHeader({ alg: "RS256", kid: "k1" })
       .setIssuer(o.iss ?? ISSUER)
@@ -60,18 +68,37 @@ describe(`JWT sign-in (jose, local JWKS) on ${postgresBackend.name}`, () => {
   test("a valid token is the person: their run, their decision, their roles", async () => {
     const ada = await token({ sub: "ada", name: "Ada", roles: ["operator"] });
     const grace = await token({ sub: "grace", roles: ["approver"] });
-    const started = await call(api.url, "POST", "/api/tool-chains/run", { key: ada, body: { plan: { steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "sso" } }] } } });
+    const started = await call(api.url, "POST", "/api/tool-chains/run", {
+      key: ada,
+      body: { plan: { steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "sso" } }] } },
+    });
     expect(started.status).toBe(200);
     expect(started.body.requestedBy).toEqual({ kind: "user", id: "ada", name: "Ada", via: "rest" });
     const runId = started.body.runId as string;
-    const refused = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, { key: ada, body: { stepId: "pub", decision: "approve" } });
+    const refused = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, {
+      key: ada,
+      body: { stepId: "pub", decision: "approve" },
+    });
     expect([refused.status, refused.body.error.code]).toEqual([403, "ROLE_NOT_ALLOWED"]);
-    const ok = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, { key: grace, body: { stepId: "pub", decision: "approve" } });
-    expect(ok.body).toMatchObject({ status: "completed", steps: [{ decision: { by: { kind: "user", id: "grace" }, via: "rest" } }] });
+    const ok = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, {
+      key: grace,
+      body: { stepId: "pub", decision: "approve" },
+    });
+    expect(ok.body).toMatchObject({
+      status: "completed",
+      steps: [{ decision: { by: { kind: "user", id: "grace" }, via: "rest" } }],
+    });
     // no roles claim: read only
     const reader = await token({ sub: "rita" });
     expect((await call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key: reader })).status).toBe(200);
-    expect((await call(api.url, "POST", "/api/tool-chains/run", { key: reader, body: { plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] } } })).body.error.code).toBe("ROLE_NOT_ALLOWED");
+    expect(
+      (
+        await call(api.url, "POST", "/api/tool-chains/run", {
+          key: reader,
+          body: { plan: { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] } },
+        })
+      ).body.error.code,
+    ).toBe("ROLE_NOT_ALLOWED");
     // API keys keep working
     expect((await call(api.url, "GET", "/api/skills", { key: serviceKey })).status).toBe(200);
   });

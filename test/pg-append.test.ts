@@ -12,7 +12,13 @@ import { LeaseLostError } from "../src/store/run-store.js";
 import type { EmittedEvent } from "../src/kernel/events.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 
-const ev = (type: EmittedEvent["type"], stepId: string, key = `${type}:${stepId}:`): EmittedEvent => ({ type, stepId, at: new Date().toISOString(), data: {}, key });
+const ev = (type: EmittedEvent["type"], stepId: string, key = `${type}:${stepId}:`): EmittedEvent => ({
+  type,
+  stepId,
+  at: new Date().toISOString(),
+  data: {},
+  key,
+});
 
 describe("event append: one statement, stale hints fall back", () => {
   it("numbers gaplessly across another writer, drops stored keys, and stays fenced by the lease", async () => {
@@ -22,7 +28,19 @@ describe("event append: one statement, stale hints fall back", () => {
       const mine = new PgRunStore(db);
       const other = new PgRunStore(db); // another process's store on the same database
       const runId = "r1";
-      await mine.createRun({ runId, workspaceId: "w", traceId: "t", plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [] }, { stepId: "b", skillName: "core.pass", dependsOn: [] }] } as never, context: {}, memory: {} });
+      await mine.createRun({
+        runId,
+        workspaceId: "w",
+        traceId: "t",
+        plan: {
+          steps: [
+            { stepId: "a", skillName: "core.pass", dependsOn: [] },
+            { stepId: "b", skillName: "core.pass", dependsOn: [] },
+          ],
+        } as never,
+        context: {},
+        memory: {},
+      });
       expect(await mine.acquireLease(runId, "me", 60_000)).toBe(true);
 
       // the first batch after taking the lease: one statement, no transaction (the store's
@@ -31,8 +49,16 @@ describe("event append: one statement, stale hints fall back", () => {
       const connect = db.pool.connect.bind(db.pool);
       let statements = 0;
       let transactions = 0;
-      Object.assign(db.pool, { query: (...a: unknown[]) => (statements++, (query as (...x: unknown[]) => unknown)(...a)), connect: (...a: unknown[]) => (a.length === 0 && transactions++, (connect as (...x: unknown[]) => unknown)(...a)) });
-      expect((await mine.append(runId, [ev("step_started", "a", "step_started:a:1")], "me")).map((e) => e.seq)).toEqual([1]);
+      Object.assign(db.pool, {
+        query: (...a: unknown[]) => (statements++, (query as (...x: unknown[]) => unknown)(...a)),
+        connect: (...a: unknown[]) => (
+          a.length === 0 && transactions++,
+          (connect as (...x: unknown[]) => unknown)(...a)
+        ),
+      });
+      expect((await mine.append(runId, [ev("step_started", "a", "step_started:a:1")], "me")).map((e) => e.seq)).toEqual(
+        [1],
+      );
       expect([statements, transactions]).toEqual([1, 0]);
       Object.assign(db.pool, { query, connect });
       // another writer moves last_seq under the hint
@@ -43,12 +69,19 @@ describe("event append: one statement, stale hints fall back", () => {
       const again = await mine.append(runId, [ev("step_completed", "a"), ev("step_completed", "b")], "me");
       expect(again.map((e) => [e.key, e.seq])).toEqual([["step_completed:b:", 4]]);
       // in-batch repeats count once
-      expect((await mine.append(runId, [ev("run_completed", "a", "x"), ev("run_completed", "a", "x")], "me")).map((e) => e.seq)).toEqual([5]);
+      expect(
+        (await mine.append(runId, [ev("run_completed", "a", "x"), ev("run_completed", "a", "x")], "me")).map(
+          (e) => e.seq,
+        ),
+      ).toEqual([5]);
 
       const stored = await mine.list(runId);
       expect(stored.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
       expect(new Set(stored.map((e) => e.key)).size).toBe(5);
-      const steps = await db.pool.query(`SELECT step_id, status FROM "${db.schema}".tool_chain_step_runs WHERE run_id = $1 ORDER BY step_id`, [runId]);
+      const steps = await db.pool.query(
+        `SELECT step_id, status FROM "${db.schema}".tool_chain_step_runs WHERE run_id = $1 ORDER BY step_id`,
+        [runId],
+      );
       expect(steps.rows).toEqual([
         { step_id: "a", status: "completed" },
         { step_id: "b", status: "completed" },
@@ -59,7 +92,8 @@ describe("event append: one statement, stale hints fall back", () => {
       await expect(mine.append(runId, [ev("step_started", "a", "late")], "me")).rejects.toBeInstanceOf(LeaseLostError);
       expect((await mine.list(runId)).length).toBe(5);
     } finally {
-      if (db.kind === "server") await db.pool.query(`DROP SCHEMA IF EXISTS "${db.schema}" CASCADE`).catch(() => undefined);
+      if (db.kind === "server")
+        await db.pool.query(`DROP SCHEMA IF EXISTS "${db.schema}" CASCADE`).catch(() => undefined);
       await db.close();
     }
   });

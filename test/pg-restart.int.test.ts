@@ -35,7 +35,11 @@ describe.runIf(privatePostgresAvailable)("Postgres restarted mid-run", () => {
     }));
     const h = runtime.run({ steps });
     h.result.catch(() => undefined); // this drive may die with the database; the worker takes over
-    await waitFor(async () => (await runtime.getRun(h.runId)).steps[2]!.status === "running", { timeoutMs: 30_000, retryErrors: true, what: "s2 running" });
+    await waitFor(async () => (await runtime.getRun(h.runId)).steps[2]!.status === "running", {
+      timeoutMs: 30_000,
+      retryErrors: true,
+      what: "s2 running",
+    });
     pgsrv.restart();
 
     const settled = await waitFor(
@@ -48,7 +52,9 @@ describe.runIf(privatePostgresAvailable)("Postgres restarted mid-run", () => {
     await stopWorker();
     await runtime.drain();
     const view = await runtime.getRun(h.runId);
-    expect(settled.status, JSON.stringify(view.steps.map((s) => [s.stepId, s.status, s.error?.message ?? null]))).toBe("completed");
+    expect(settled.status, JSON.stringify(view.steps.map((s) => [s.stepId, s.status, s.error?.message ?? null]))).toBe(
+      "completed",
+    );
     expect(view.status).toBe("completed");
     expect(view.steps.map((s) => s.status)).toEqual(Array(8).fill("completed"));
     // nothing half-written: the stored history equals the checkpointed state, events are gapless
@@ -58,9 +64,12 @@ describe.runIf(privatePostgresAvailable)("Postgres restarted mid-run", () => {
     const events = await runtime.events(h.runId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.filter((e) => e.type === "run_completed" || e.type === "run_failed")).toHaveLength(1);
-    for (const s of view.steps.filter((x) => x.status === "completed")) expect(events.filter((e) => e.type === "step_completed" && e.stepId === s.stepId)).toHaveLength(1);
+    for (const s of view.steps.filter((x) => x.status === "completed"))
+      expect(events.filter((e) => e.type === "step_completed" && e.stepId === s.stepId)).toHaveLength(1);
     // no effect twice
-    const { rows } = await db.pool.query(`SELECT label, count(*)::int AS n FROM ${fx.table} GROUP BY label ORDER BY label`);
+    const { rows } = await db.pool.query(
+      `SELECT label, count(*)::int AS n FROM ${fx.table} GROUP BY label ORDER BY label`,
+    );
     expect(rows.every((r: { n: number }) => r.n === 1)).toBe(true);
     expect(rows.map((r: { label: string }) => r.label)).toEqual(["s1", "s3", "s5", "s7"]);
   }, 120_000);

@@ -9,19 +9,26 @@ import { openDatabase } from "../src/store/db.js";
 import { parseHexByteaArray } from "../src/store/pg-types.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 
-const standard = (pg.types.getTypeParser as unknown as (oid: number, format: string) => (v: string) => unknown)(1001, "text");
+const standard = (pg.types.getTypeParser as unknown as (oid: number, format: string) => (v: string) => unknown)(
+  1001,
+  "text",
+);
 const hex = (b: Uint8Array | null) => (b === null ? "NULL" : `"\\\\x${Buffer.from(b).toString("hex")}"`);
 
 describe("bytea[] parser", () => {
   it("matches pg's parser on random 1-D and 2-D hex arrays", () => {
     const elem = fc.option(fc.uint8Array({ maxLength: 40 }), { nil: null });
     fc.assert(
-      fc.property(fc.array(elem, { maxLength: 8 }), fc.array(fc.array(elem, { minLength: 3, maxLength: 3 }), { maxLength: 6 }), (one, two) => {
-        const s1 = `{${one.map(hex).join(",")}}`;
-        const s2 = `{${two.map((r) => `{${r.map(hex).join(",")}}`).join(",")}}`;
-        expect(parseHexByteaArray(s1)).toEqual(standard(s1));
-        if (two.length) expect(parseHexByteaArray(s2)).toEqual(standard(s2));
-      }),
+      fc.property(
+        fc.array(elem, { maxLength: 8 }),
+        fc.array(fc.array(elem, { minLength: 3, maxLength: 3 }), { maxLength: 6 }),
+        (one, two) => {
+          const s1 = `{${one.map(hex).join(",")}}`;
+          const s2 = `{${two.map((r) => `{${r.map(hex).join(",")}}`).join(",")}}`;
+          expect(parseHexByteaArray(s1)).toEqual(standard(s1));
+          if (two.length) expect(parseHexByteaArray(s2)).toEqual(standard(s2));
+        },
+      ),
     );
   });
 
@@ -42,7 +49,8 @@ describe("bytea[] parser", () => {
         [Buffer.from(""), Buffer.from("")],
       ]);
     } finally {
-      if (db.kind === "server") await db.pool.query(`DROP SCHEMA IF EXISTS "${db.schema}" CASCADE`).catch(() => undefined);
+      if (db.kind === "server")
+        await db.pool.query(`DROP SCHEMA IF EXISTS "${db.schema}" CASCADE`).catch(() => undefined);
       await db.close();
     }
   });

@@ -30,21 +30,53 @@ function issueOf(plan: unknown, opts: Partial<Parameters<typeof compilePlan>[1]>
   }
   throw new Error("expected the plan to be rejected");
 }
-const pass = (stepId: string, extra: Record<string, unknown> = {}) => ({ stepId, skillName: "core.pass", arguments: { value: 1 }, ...extra });
+const pass = (stepId: string, extra: Record<string, unknown> = {}) => ({
+  stepId,
+  skillName: "core.pass",
+  arguments: { value: 1 },
+  ...extra,
+});
 
 describe("plan validation", () => {
   test.each([
     ["schema: no steps", { steps: [] }, "PLAN_INVALID", "plan.steps: Too small: expected array to have >=1 items"],
     ["schema: unknown field", { steps: [pass("a")], bogus: 1 }, "PLAN_INVALID", 'plan.: Unrecognized key: "bogus"'],
-    ["schema: bad stepId", { steps: [pass("1a")] }, "PLAN_INVALID", "plan.steps.0.stepId: stepId must start with a letter and use letters, digits, '_' or '-' (max 64)"],
-    ["unknown skill", { steps: [{ stepId: "a", skillName: "nope.skill" }] }, "UNKNOWN_SKILL", 'step "a": unknown skill "nope.skill" in skillName'],
-    ["unknown dependency", { steps: [pass("a", { dependsOn: ["ghost"] })] }, "UNKNOWN_DEPENDENCY", 'step "a" depends on unknown step "ghost"'],
+    [
+      "schema: bad stepId",
+      { steps: [pass("1a")] },
+      "PLAN_INVALID",
+      "plan.steps.0.stepId: stepId must start with a letter and use letters, digits, '_' or '-' (max 64)",
+    ],
+    [
+      "unknown skill",
+      { steps: [{ stepId: "a", skillName: "nope.skill" }] },
+      "UNKNOWN_SKILL",
+      'step "a": unknown skill "nope.skill" in skillName',
+    ],
+    [
+      "unknown dependency",
+      { steps: [pass("a", { dependsOn: ["ghost"] })] },
+      "UNKNOWN_DEPENDENCY",
+      'step "a" depends on unknown step "ghost"',
+    ],
     ["duplicate stepId", { steps: [pass("a"), pass("a")] }, "DUPLICATE_STEP_ID", 'duplicate stepId "a"'],
     ["self dependency", { steps: [pass("a", { dependsOn: ["a"] })] }, "SELF_DEPENDENCY", 'step "a" depends on itself'],
-    ["duplicate saveResultAs", { steps: [pass("a", { saveResultAs: "k" }), pass("b", { saveResultAs: "k" })] }, "DUPLICATE_RESULT_KEY", 'steps "a" and "b" both saveResultAs "k"'],
+    [
+      "duplicate saveResultAs",
+      { steps: [pass("a", { saveResultAs: "k" }), pass("b", { saveResultAs: "k" })] },
+      "DUPLICATE_RESULT_KEY",
+      'steps "a" and "b" both saveResultAs "k"',
+    ],
     [
       "cycle",
-      { steps: [pass("a", { dependsOn: ["c"] }), pass("b", { dependsOn: ["a"] }), pass("c", { dependsOn: ["b"] }), pass("d")] },
+      {
+        steps: [
+          pass("a", { dependsOn: ["c"] }),
+          pass("b", { dependsOn: ["a"] }),
+          pass("c", { dependsOn: ["b"] }),
+          pass("d"),
+        ],
+      },
       "PLAN_CYCLE",
       "plan has a cycle: a -> b -> c -> a",
     ],
@@ -56,7 +88,17 @@ describe("plan validation", () => {
     ],
     [
       "forbidden path segment",
-      { steps: [pass("a"), { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a.__proto__.x" } } }] },
+      {
+        steps: [
+          pass("a"),
+          {
+            stepId: "b",
+            skillName: "core.pass",
+            dependsOn: ["a"],
+            arguments: { value: { $ref: "steps.a.__proto__.x" } },
+          },
+        ],
+      },
       "INVALID_REFERENCE",
       'step "b": arguments.value: $ref "steps.a.__proto__.x" uses the forbidden segment "__proto__"',
     ],
@@ -68,9 +110,17 @@ describe("plan validation", () => {
     ],
     [
       "memory key saved by a step that is not a dependency",
-      { steps: [pass("a", { saveResultAs: "m" }), { stepId: "b", skillName: "core.pass", arguments: { value: { $ref: "memory.m" } } }] },
+      {
+        steps: [
+          pass("a", { saveResultAs: "m" }),
+          { stepId: "b", skillName: "core.pass", arguments: { value: { $ref: "memory.m" } } },
+        ],
+      },
       "INVALID_REFERENCE",
-      'step "b": arguments.$ref "memory.m" reads memory "m", saved by step "a", which is not a (transitive) dependency of "b"'.replace("arguments.$ref", "arguments.value: $ref"),
+      'step "b": arguments.$ref "memory.m" reads memory "m", saved by step "a", which is not a (transitive) dependency of "b"'.replace(
+        "arguments.$ref",
+        "arguments.value: $ref",
+      ),
     ],
     [
       "arguments failing the skill's input schema",
@@ -86,14 +136,22 @@ describe("plan validation", () => {
 
   test("transitive dependencies may be referenced", () => {
     const c = compilePlan(
-      { steps: [pass("a"), pass("b", { dependsOn: ["a"] }), { stepId: "c", skillName: "core.pass", dependsOn: ["b"], arguments: { value: { $ref: "steps.a" } } }] },
+      {
+        steps: [
+          pass("a"),
+          pass("b", { dependsOn: ["a"] }),
+          { stepId: "c", skillName: "core.pass", dependsOn: ["b"], arguments: { value: { $ref: "steps.a" } } },
+        ],
+      },
       { registry },
     );
     expect(c.topo).toEqual(["a", "b", "c"]);
   });
 
   test("context and memory references are checked when the run's context and memory are given", () => {
-    const plan = { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: { $ref: "context.table.id" } } }] };
+    const plan = {
+      steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: { $ref: "context.table.id" } } }],
+    };
     expect(issueOf(plan, { context: { table: {} } })).toMatchObject({
       code: "INVALID_REFERENCE",
       message: 'step "a": arguments.value: $ref "context.table.id" does not resolve in the run\'s context',
@@ -111,7 +169,10 @@ describe("plan validation", () => {
 
   test("the step limit is enforced before parsing", () => {
     const steps = Array.from({ length: 11 }, (_, i) => pass(`s${i}`));
-    expect(issueOf({ steps }, { maxSteps: 10 })).toMatchObject({ code: "PLAN_TOO_LARGE", message: "plan has 11 steps; the limit is 10" });
+    expect(issueOf({ steps }, { maxSteps: 10 })).toMatchObject({
+      code: "PLAN_TOO_LARGE",
+      message: "plan has 11 steps; the limit is 10",
+    });
   });
 
   test("all issues are reported; the first names the error", () => {
@@ -132,15 +193,28 @@ describe("plan validation", () => {
     const plan = { rollbackMode: "strict", steps: [{ stepId: "w", skillName: "test.write", arguments: { n: 1 } }] };
     expect(issueOf(plan)).toMatchObject({
       code: "NOT_COMPENSABLE",
-      message: 'step "w": skill "test.write" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)',
+      message:
+        'step "w": skill "test.write" has side effects and no compensation; strict rollback needs one (or acceptNoCompensation: true)',
     });
-    expect(() => compilePlan({ ...plan, steps: [{ ...plan.steps[0], acceptNoCompensation: true }] }, { registry })).not.toThrow();
-    expect(() => compilePlan({ ...plan, steps: [{ ...plan.steps[0], rollback: { kind: "skill", skillName: "core.pass", arguments: { value: 0 } } }] }, { registry })).not.toThrow();
+    expect(() =>
+      compilePlan({ ...plan, steps: [{ ...plan.steps[0], acceptNoCompensation: true }] }, { registry }),
+    ).not.toThrow();
+    expect(() =>
+      compilePlan(
+        {
+          ...plan,
+          steps: [{ ...plan.steps[0], rollback: { kind: "skill", skillName: "core.pass", arguments: { value: 0 } } }],
+        },
+        { registry },
+      ),
+    ).not.toThrow();
   });
 
   test("the runtime refuses an invalid plan before creating a run", async () => {
     const rt = createRuntime();
-    expect(() => rt.run({ steps: [pass("a", { dependsOn: ["a"] })], }, { runId: "never" })).toThrow(expect.objectContaining({ code: "SELF_DEPENDENCY" }));
+    expect(() => rt.run({ steps: [pass("a", { dependsOn: ["a"] })] }, { runId: "never" })).toThrow(
+      expect.objectContaining({ code: "SELF_DEPENDENCY" }),
+    );
     await expect(rt.getRun("never")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
   });
 
@@ -162,7 +236,11 @@ describe("plan validation", () => {
 
 describe("references", () => {
   test("collects references at any depth with their location", () => {
-    const refs = collectRefs({ a: [{ b: { $ref: "context.x" } }], c: { $literal: { $ref: "ignored" } }, d: { $ref: "steps.s.out" } });
+    const refs = collectRefs({
+      a: [{ b: { $ref: "context.x" } }],
+      c: { $literal: { $ref: "ignored" } },
+      d: { $ref: "steps.s.out" },
+    });
     expect(refs.map((r) => [r.at, r.root, r.path])).toEqual([
       ["arguments.a.0.b", "context", ["x"]],
       ["arguments.d", "steps", ["s", "out"]],
@@ -175,18 +253,33 @@ describe("references", () => {
     expect(r).toEqual({ v: [1, 2] });
     (r.v as unknown as number[]).push(3);
     expect(out.list).toEqual([1, 2]);
-    expect(() => resolveArguments({ v: { $ref: "context.toString" } }, { context: {}, memory: {}, steps: {} })).toThrow(/does not resolve/);
-    expect(() => resolveArguments({ v: { $ref: "context.list.5" } }, { context: { list: [] }, memory: {}, steps: {} })).toThrow('arguments.v: $ref "context.list.5" does not resolve: "context.list.5" is missing');
-    expect(() => resolveArguments(JSON.parse('{"__proto__": {"x": 1}}'), { context: {}, memory: {}, steps: {} })).toThrow(/not allowed/);
+    expect(() => resolveArguments({ v: { $ref: "context.toString" } }, { context: {}, memory: {}, steps: {} })).toThrow(
+      /does not resolve/,
+    );
+    expect(() =>
+      resolveArguments({ v: { $ref: "context.list.5" } }, { context: { list: [] }, memory: {}, steps: {} }),
+    ).toThrow('arguments.v: $ref "context.list.5" does not resolve: "context.list.5" is missing');
+    expect(() =>
+      resolveArguments(JSON.parse('{"__proto__": {"x": 1}}'), { context: {}, memory: {}, steps: {} }),
+    ).toThrow(/not allowed/);
   });
 });
 
 describe("status vocabulary", () => {
   test("illegal step transitions throw; the legal ones used by recovery and rollback pass", async () => {
     const { assertStepTransition } = await import("../src/kernel/status.js");
-    expect(() => assertStepTransition("a", "completed", "running")).toThrow("illegal transition for step a: completed -> running");
-    expect(() => assertStepTransition("a", "skipped", "completed")).toThrow("illegal transition for step a: skipped -> completed");
-    for (const [from, to] of [["waiting_confirmation", "completed"], ["rollback_failed", "completed"], ["retrying", "running"], ["running", "waiting_confirmation"]] as const) {
+    expect(() => assertStepTransition("a", "completed", "running")).toThrow(
+      "illegal transition for step a: completed -> running",
+    );
+    expect(() => assertStepTransition("a", "skipped", "completed")).toThrow(
+      "illegal transition for step a: skipped -> completed",
+    );
+    for (const [from, to] of [
+      ["waiting_confirmation", "completed"],
+      ["rollback_failed", "completed"],
+      ["retrying", "running"],
+      ["running", "waiting_confirmation"],
+    ] as const) {
       expect(() => assertStepTransition("a", from, to)).not.toThrow();
     }
   });

@@ -21,12 +21,22 @@ class RecordingPlanner extends Planner {
     super({ registry: new SkillRegistry(coreSkills), config: {} });
   }
   override async plan(input: PlanningInput): Promise<PlanningOutcome> {
-    this.calls.push({ workspaceId: input.workspaceId, qtableAllowed: input.allowSkill?.("qtable.task.split"), coreAllowed: input.allowSkill?.("core.pass") });
+    this.calls.push({
+      workspaceId: input.workspaceId,
+      qtableAllowed: input.allowSkill?.("qtable.task.split"),
+      coreAllowed: input.allowSkill?.("core.pass"),
+    });
     if (this.calls.length === 1) {
-      await new Promise((_, reject) => input.signal?.addEventListener("abort", () => reject(input.signal!.reason), { once: true }));
+      await new Promise((_, reject) =>
+        input.signal?.addEventListener("abort", () => reject(input.signal!.reason), { once: true }),
+      );
     }
     return {
-      plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: { value: input.request } }], onFailure: "skip_dependents", rollbackMode: "best_effort" } as never,
+      plan: {
+        steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: { value: input.request } }],
+        onFailure: "skip_dependents",
+        rollbackMode: "best_effort",
+      } as never,
       planner: { kind: "fallback" } as never,
       warnings: [],
       repairRounds: 0,
@@ -57,12 +67,28 @@ describe(`a crash while planning (${postgresBackend.name})`, () => {
     expect(["queued", "planning"]).toContain((await a.getRun(h.runId)).status);
     // the executor is gone (its lease taken, then expired): only the input is checkpointed
     const runs = `"${db.schema}".tool_chain_runs`;
-    await db.pool.query(`UPDATE ${runs} SET lease_owner = 'dead-process', lease_expires_at = now() - interval '1 second' WHERE run_id = $1`, [h.runId]);
+    await db.pool.query(
+      `UPDATE ${runs} SET lease_owner = 'dead-process', lease_expires_at = now() - interval '1 second' WHERE run_id = $1`,
+      [h.runId],
+    );
     h.release?.();
-    await waitFor(async () => (await b.recover()).includes(h.runId) || planner.calls.length > 1, { timeoutMs: 60_000, intervalMs: 200, what: "another process taking the run over" });
-    await waitFor(async () => (await b.getRun(h.runId)).status === "completed", { timeoutMs: 60_000, intervalMs: 100, retryErrors: true, what: "the run completed" });
+    await waitFor(async () => (await b.recover()).includes(h.runId) || planner.calls.length > 1, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: "another process taking the run over",
+    });
+    await waitFor(async () => (await b.getRun(h.runId)).status === "completed", {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      retryErrors: true,
+      what: "the run completed",
+    });
     expect(planner.calls.slice(1)).toEqual([{ workspaceId: "ws-seed", qtableAllowed: false, coreAllowed: true }]);
-    const state = (await (b as unknown as { graph: { getState(c: unknown): Promise<{ values: RunState }> } }).graph.getState({ configurable: { thread_id: h.runId } })).values;
+    const state = (
+      await (b as unknown as { graph: { getState(c: unknown): Promise<{ values: RunState }> } }).graph.getState({
+        configurable: { thread_id: h.runId },
+      })
+    ).values;
     expect(state.workspaceId).toBe("ws-seed");
     expect(state.allowedSkills).toEqual(expect.arrayContaining(["core.pass"]));
     expect(state.allowedSkills).not.toContain("qtable.task.split");

@@ -14,7 +14,8 @@ import { startMockOpenAi, type MockOpenAi } from "./helpers/openai-mock.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
 import { modelTaskSplitter } from "../src/planner/task-splitter.js";
 
-const REQUEST = "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
+const REQUEST =
+  "Plan an approval system, estimate the effort, build a timeline and put the tasks into the current table";
 
 const twoSteps = {
   goal: "pass a value along",
@@ -37,7 +38,8 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
   let tableId: string;
   const ledger = new EffectLedger();
   const context = () => ({ table: { id: tableId }, startDate: "2026-12-07" });
-  const planner = (over: Record<string, unknown> = {}) => new Planner({ registry, config: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000, ...over } });
+  const planner = (over: Record<string, unknown> = {}) =>
+    new Planner({ registry, config: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000, ...over } });
 
   beforeAll(async () => {
     mock = await startMockOpenAi();
@@ -113,14 +115,21 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
   test("a model that times out, answers 500, is unreachable or answers garbage: fallback, with the reason", async () => {
     mock.script({ hang: true });
     const slow = await planner({ timeoutMs: 300 }).plan({ request: REQUEST, context: context() });
-    expect(slow.planner).toMatchObject({ kind: "fallback", fallbackReason: "timeout", fallbackDetail: "the model did not answer within 300 ms" });
+    expect(slow.planner).toMatchObject({
+      kind: "fallback",
+      fallbackReason: "timeout",
+      fallbackDetail: "the model did not answer within 300 ms",
+    });
 
     mock.script({ status: 500, message: "model crashed" });
     const failed = await planner().plan({ request: REQUEST, context: context() });
     expect(failed.planner).toMatchObject({ kind: "fallback", fallbackReason: "http_error" });
     expect(failed.planner.fallbackDetail).toContain("HTTP 500");
 
-    const down = await new Planner({ registry, config: { model: "gpt-test", baseURL: "http://127.0.0.1:9/v1", timeoutMs: 5_000 } }).plan({ request: REQUEST, context: context() });
+    const down = await new Planner({
+      registry,
+      config: { model: "gpt-test", baseURL: "http://127.0.0.1:9/v1", timeoutMs: 5_000 },
+    }).plan({ request: REQUEST, context: context() });
     expect(down.planner).toMatchObject({ kind: "fallback", fallbackReason: "unreachable" });
 
     mock.script({ toolCall: "{not json" });
@@ -136,18 +145,31 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
   test("no model configured: the fallback planner, reason not_configured; a request it cannot plan is PLANNING_FAILED naming what it understood", async () => {
     const p = new Planner({ registry, config: {} });
     const out = await p.plan({ request: REQUEST, context: context() });
-    expect(out.planner).toEqual({ kind: "fallback", fallbackReason: "not_configured", fallbackDetail: "no model is configured (TOOLCHAIN_PLANNER_MODEL)" });
-    expect(out.understood).toEqual({ goal: "an approval system", intents: ["plan", "estimate", "timeline", "records"], table: tableId });
+    expect(out.planner).toEqual({
+      kind: "fallback",
+      fallbackReason: "not_configured",
+      fallbackDetail: "no model is configured (TOOLCHAIN_PLANNER_MODEL)",
+    });
+    expect(out.understood).toEqual({
+      goal: "an approval system",
+      intents: ["plan", "estimate", "timeline", "records"],
+      table: tableId,
+    });
 
     const err = await p.plan({ request: "What's the weather in Lisbon?", context: context() }).catch((e) => e);
     expect(err.code).toBe("PLANNING_FAILED");
-    expect(err.message).toContain('understood the goal "What\'s the weather in Lisbon" with no planning, estimation or timeline intent');
+    expect(err.message).toContain(
+      'understood the goal "What\'s the weather in Lisbon" with no planning, estimation or timeline intent',
+    );
     expect(err.details.understood).toEqual({ goal: "What's the weather in Lisbon", intents: [], table: tableId });
     expect(err.details.planner).toMatchObject({ kind: "fallback", fallbackReason: "not_configured" });
   });
 
   test("without a target table the fallback stops at the timeline and says so", async () => {
-    const out = await new Planner({ registry }).plan({ request: "Plan a website relaunch and build a timeline", context: {} });
+    const out = await new Planner({ registry }).plan({
+      request: "Plan a website relaunch and build a timeline",
+      context: {},
+    });
     expect(out.plan.steps.map((s) => s.stepId)).toEqual(["split", "estimate", "gantt"]);
     expect(out.warnings).toEqual([expect.objectContaining({ code: "no_target_table" })]);
   });
@@ -156,8 +178,21 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     mock.script({
       toolCall: {
         steps: [
-          { stepId: "send", skillName: "test.effect", arguments: { label: "mail" }, retry: { maxAttempts: 5 }, rollback: { kind: "none" }, acceptNoCompensation: true },
-          { stepId: "write", skillName: "qtable.task.records.create", arguments: { tableId: { $ref: "context.table.id" }, records: [{ title: "x" }] }, requireConfirmation: false, timeoutMs: 86_400_000 },
+          {
+            stepId: "send",
+            skillName: "test.effect",
+            arguments: { label: "mail" },
+            retry: { maxAttempts: 5 },
+            rollback: { kind: "none" },
+            acceptNoCompensation: true,
+          },
+          {
+            stepId: "write",
+            skillName: "qtable.task.records.create",
+            arguments: { tableId: { $ref: "context.table.id" }, records: [{ title: "x" }] },
+            requireConfirmation: false,
+            timeoutMs: 86_400_000,
+          },
           { stepId: "calc", skillName: "core.pass", arguments: { value: 1 }, retry: { maxAttempts: 10 } },
         ],
       },
@@ -182,7 +217,14 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
   });
 
   test("a skill outside the workspace allowlist is refused: the model never sees it, the repair round is told, then the fallback runs", async () => {
-    const allowed = new Set(["core.pass", "qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.table.schema.describe", "qtable.task.records.create"]);
+    const allowed = new Set([
+      "core.pass",
+      "qtable.task.split",
+      "qtable.task.estimate",
+      "qtable.gantt.generate",
+      "qtable.table.schema.describe",
+      "qtable.task.records.create",
+    ]);
     const before = mock.requests.length;
     const sneaky = { steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "x" } }] };
     mock.script({ toolCall: sneaky }, { toolCall: sneaky });
@@ -190,27 +232,56 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     const manifest = mock.requests[before]!.messages.find((m: { role: string }) => m.role === "user").content as string;
     expect(manifest).not.toContain("test.effect");
     expect(manifest).not.toContain("qtable.notify.send");
-    expect(mock.requests[before + 1]!.messages.at(-1).content).toContain('SKILL_NOT_ALLOWED: step "send": skill "test.effect" is not allowed in this workspace');
+    expect(mock.requests[before + 1]!.messages.at(-1).content).toContain(
+      'SKILL_NOT_ALLOWED: step "send": skill "test.effect" is not allowed in this workspace',
+    );
     expect(out.planner).toMatchObject({ kind: "fallback", fallbackReason: "validation_failed" });
     expect(out.plan.steps.every((s) => allowed.has(s.skillName))).toBe(true);
 
     // and when the fallback's skills are not allowed either: PLANNING_FAILED naming them
     mock.script({ toolCall: sneaky }, { toolCall: sneaky });
-    const err = await planner().plan({ request: REQUEST, context: context(), allowSkill: (n) => n === "core.pass" }).catch((e) => e);
+    const err = await planner()
+      .plan({ request: REQUEST, context: context(), allowSkill: (n) => n === "core.pass" })
+      .catch((e) => e);
     expect(err.code).toBe("PLANNING_FAILED");
     expect(err.details.missingSkills).toContain("qtable.task.split");
   });
 
   test("in the graph: the planner node plans the request, the run records the planner, a non-idempotent effect runs once", async () => {
-    const rt = createRuntime({ skills: registry, planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000 } });
-    mock.script({ toolCall: { steps: [{ stepId: "send", skillName: "test.effect", arguments: { label: "once", failAfterEffect: true }, retry: { maxAttempts: 4, retryOn: ["EXECUTION_FAILED"] } }] } });
+    const rt = createRuntime({
+      skills: registry,
+      planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 5_000 },
+    });
+    mock.script({
+      toolCall: {
+        steps: [
+          {
+            stepId: "send",
+            skillName: "test.effect",
+            arguments: { label: "once", failAfterEffect: true },
+            retry: { maxAttempts: 4, retryOn: ["EXECUTION_FAILED"] },
+          },
+        ],
+      },
+    });
     const h = rt.runRequest("send it", { context: {} });
     const events = [];
     for await (const e of h.events) events.push(e);
     const view = await h.result;
-    expect(events.map((e) => e.type)).toEqual(["planning_started", "planning_completed", "step_started", "step_failed", "run_failed"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "planning_started",
+      "planning_completed",
+      "step_started",
+      "step_failed",
+      "run_failed",
+    ]);
     expect(events[0]!.data).toMatchObject({ source: "planner", request: "send it", model: "gpt-test" });
-    expect(events[1]!.data).toMatchObject({ planner: { kind: "llm", model: "gpt-test" }, repairRounds: 0, usage: { totalTokens: 976 }, warnings: [expect.objectContaining({ code: "retry_not_allowed", stepId: "send" })] });
+    expect(events[1]!.data).toMatchObject({
+      planner: { kind: "llm", model: "gpt-test" },
+      repairRounds: 0,
+      usage: { totalTokens: 976 },
+      warnings: [expect.objectContaining({ code: "retry_not_allowed", stepId: "send" })],
+    });
     expect(typeof events[1]!.data.durationMs).toBe("number");
     expect(view.planning).toMatchObject({ kind: "llm", model: "gpt-test", repairRounds: 0 });
     expect(view.steps[0]!.attempts).toBe(1);
@@ -243,13 +314,18 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     expect(mock.requests[before]!.tools[0].function.name).toBe("TaskList");
     mock.script({ toolCall: { tasks: modelTasks } });
     await split("an approval system", undefined, signal, { problems: "task dependencies have a cycle: a -> a" });
-    expect(JSON.stringify(mock.requests.at(-1)!.messages)).toContain("rejected: task dependencies have a cycle: a -> a");
+    expect(JSON.stringify(mock.requests.at(-1)!.messages)).toContain(
+      "rejected: task dependencies have a cycle: a -> a",
+    );
     mock.script({ status: 500 });
     await expect(split("an approval system", undefined, signal)).rejects.toThrow();
   });
 
   test("a run cancelled while the model is still planning stops at once: nothing ran, the run fails with CANCELLED", async () => {
-    const rt = createRuntime({ skills: registry, planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 120_000 } });
+    const rt = createRuntime({
+      skills: registry,
+      planner: { model: "gpt-test", baseURL: mock.baseURL, timeoutMs: 120_000 },
+    });
     mock.script({ hang: true });
     const h = rt.runRequest(REQUEST, { context: context() });
     const types: string[] = [];
@@ -265,4 +341,3 @@ describe("planner (scripted OpenAI-compatible server, real ChatOpenAI)", () => {
     mock.script({ toolCall: twoSteps }); // the hanging answer is abandoned; later tests get fresh answers
   });
 });
-

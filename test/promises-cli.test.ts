@@ -29,14 +29,22 @@ const storage: Record<string, string> = serverUrl
   ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
   : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: seedDataDir(path.join(dir, "pglite")), TOOLCHAIN_SCHEMA: schema };
 
-function cli(args: string[], env: Record<string, string> = {}): { done: Promise<Out>; kill: (s: NodeJS.Signals) => void; stderr: () => string } {
-  const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], { env: { ...process.env, REDIS_URL: "", ...storage, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): { done: Promise<Out>; kill: (s: NodeJS.Signals) => void; stderr: () => string } {
+  const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], {
+    env: { ...process.env, REDIS_URL: "", ...storage, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
   proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const timer = setTimeout(() => proc.kill("SIGKILL"), 240_000);
-  const done = new Promise<Out>((resolve) => proc.on("exit", (code) => (clearTimeout(timer), resolve({ code, stdout, stderr }))));
+  const done = new Promise<Out>((resolve) =>
+    proc.on("exit", (code) => (clearTimeout(timer), resolve({ code, stdout, stderr }))),
+  );
   return { done, kill: (s) => proc.kill(s), stderr: () => stderr };
 }
 const run = (...args: string[]) => cli(args).done;
@@ -65,10 +73,21 @@ afterAll(async () => {
 const good = file("good.json", {
   steps: [
     { stepId: "a", skillName: "core.pass", arguments: { value: { n: 1 } } },
-    { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a.n" } }, requireConfirmation: true },
+    {
+      stepId: "b",
+      skillName: "core.pass",
+      dependsOn: ["a"],
+      arguments: { value: { $ref: "steps.a.n" } },
+      requireConfirmation: true,
+    },
   ],
 });
-const cyclic = file("cyclic.json", { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["b"] }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"] }] });
+const cyclic = file("cyclic.json", {
+  steps: [
+    { stepId: "a", skillName: "core.pass", dependsOn: ["b"] },
+    { stepId: "b", skillName: "core.pass", dependsOn: ["a"] },
+  ],
+});
 const failing = file("failing.json", { steps: [{ stepId: "x", skillName: "core.fail", retry: { maxAttempts: 1 } }] });
 
 describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => {
@@ -81,7 +100,17 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
 
     const sk = await run("skills", "--json");
     expect(sk.code).toBe(0);
-    expect(JSON.parse(sk.stdout).map((s: { name: string }) => s.name)).toEqual(["core.pass", "core.wait", "core.fail", "qtable.task.split", "qtable.task.estimate", "qtable.gantt.generate", "qtable.table.schema.describe", "qtable.task.records.create", "qtable.notify.send"]);
+    expect(JSON.parse(sk.stdout).map((s: { name: string }) => s.name)).toEqual([
+      "core.pass",
+      "core.wait",
+      "core.fail",
+      "qtable.task.split",
+      "qtable.task.estimate",
+      "qtable.gantt.generate",
+      "qtable.table.schema.describe",
+      "qtable.task.records.create",
+      "qtable.notify.send",
+    ]);
 
     // run: prints the events (piped: one line each); waiting for a confirmation exits 3
     const r = await run("run", good, "--context", '{"table":"t1"}');
@@ -91,7 +120,12 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
 
     const shown = await run("show", runId, "--json");
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ runId, status: "waiting_confirmation", context: { table: "t1" }, pendingConfirmations: [expect.objectContaining({ stepId: "b" })] });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      runId,
+      status: "waiting_confirmation",
+      context: { table: "t1" },
+      pendingConfirmations: [expect.objectContaining({ stepId: "b" })],
+    });
     const missing = await run("show", "run_does_not_exist");
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("RUN_NOT_FOUND: run run_does_not_exist not found");
@@ -129,7 +163,12 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
     const created = await run("keys", "create", "--workspace", "acme", "--skills", "core.*", "--label", "ci");
     expect(created.code).toBe(0);
     const k = JSON.parse(created.stdout);
-    expect(k).toMatchObject({ key: expect.stringMatching(/^tck_/), keyId: expect.stringMatching(/^key_/), workspaceId: "acme", allowedSkills: ["core.*"] });
+    expect(k).toMatchObject({
+      key: expect.stringMatching(/^tck_/),
+      keyId: expect.stringMatching(/^key_/),
+      workspaceId: "acme",
+      allowedSkills: ["core.*"],
+    });
     expect(created.stderr).toContain("not shown again");
 
     const listed = await run("keys", "list", "--workspace", "acme");
@@ -138,7 +177,9 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ keyId: k.keyId, label: "ci" })]);
 
     // the database holds the hash, never the key
-    const db = await openDatabase(serverUrl ? { url: serverUrl, schema, poolSize: 1 } : { dataDir: storage.TOOLCHAIN_DATA_DIR, schema });
+    const db = await openDatabase(
+      serverUrl ? { url: serverUrl, schema, poolSize: 1 } : { dataDir: storage.TOOLCHAIN_DATA_DIR, schema },
+    );
     try {
       const { rows } = await db.pool.query(`SELECT * FROM "${schema}".tool_chain_api_keys`);
       expect(rows).toHaveLength(1);
@@ -156,18 +197,28 @@ describe(`toolchain CLI (${serverUrl ? "server Postgres" : "embedded"})`, () => 
   }, 900_000);
 
   // several processes on one database need a server (an embedded database belongs to one process)
-  test.runIf(serverUrl)("worker executes a queued run and stops on SIGTERM with exit 0", async () => {
-    const { openRuntime } = await import("../src/runtime/open.js");
-    const api = await openRuntime({ databaseUrl: serverUrl, schema, poolSize: 1 });
-    try {
-      const { runId } = await api.runtime.submit({ steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 10, value: 7 } }] });
-      const w = cli(["worker"], { TOOLCHAIN_WORKER_POLL_MS: "50" });
-      await waitFor(async () => (await api.runtime.store.getRow(runId))?.status === "completed", { timeoutMs: 240_000, intervalMs: 50, what: `queued run ${runId} completed by the worker` });
-      expect(w.stderr()).toContain("polling for runs");
-      w.kill("SIGTERM");
-      expect((await w.done).code).toBe(0);
-    } finally {
-      await api.close();
-    }
-  }, 300_000);
+  test.runIf(serverUrl)(
+    "worker executes a queued run and stops on SIGTERM with exit 0",
+    async () => {
+      const { openRuntime } = await import("../src/runtime/open.js");
+      const api = await openRuntime({ databaseUrl: serverUrl, schema, poolSize: 1 });
+      try {
+        const { runId } = await api.runtime.submit({
+          steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 10, value: 7 } }],
+        });
+        const w = cli(["worker"], { TOOLCHAIN_WORKER_POLL_MS: "50" });
+        await waitFor(async () => (await api.runtime.store.getRow(runId))?.status === "completed", {
+          timeoutMs: 240_000,
+          intervalMs: 50,
+          what: `queued run ${runId} completed by the worker`,
+        });
+        expect(w.stderr()).toContain("polling for runs");
+        w.kill("SIGTERM");
+        expect((await w.done).code).toBe(0);
+      } finally {
+        await api.close();
+      }
+    },
+    300_000,
+  );
 });

@@ -10,6 +10,7 @@ import { describe, expect, test } from "vitest";
 import { createRuntime, type RunEvent } from "../src/index.js";
 import { ErrorCode, ToolchainError } from "../src/kernel/errors.js";
 import { backoffDelay, compileRetry, decideRetry, DEFAULT_RETRY } from "../src/plan/retry-policy.js";
+import { MAX_BACKOFF_MS } from "../src/plan/schema.js";
 import { defineSkill, type Skill } from "../src/skills/contract.js";
 import type { IntentLog } from "../src/store/intent-log.js";
 import { approvalSkill, EffectLedger, effectSkill } from "./helpers/skills.js";
@@ -23,29 +24,54 @@ function flakySkill(starts: number[]): Skill {
   return defineSkill({
     name: "test.flaky",
     description: "fails until an attempt",
-    input: z.object({ untilAttempt: z.number(), code: z.string().default("TRANSIENT"), retryAfterMs: z.number().optional() }),
+    input: z.object({
+      untilAttempt: z.number(),
+      code: z.string().default("TRANSIENT"),
+      retryAfterMs: z.number().optional(),
+    }),
     sideEffects: "none",
     idempotent: true,
     async execute(a, ctx) {
       starts.push(performance.now());
-      if (ctx.attempt < a.untilAttempt) throw new ToolchainError(a.code as ErrorCode, `attempt ${ctx.attempt} failed`, a.retryAfterMs !== undefined ? { retryAfterMs: a.retryAfterMs } : {});
+      if (ctx.attempt < a.untilAttempt)
+        throw new ToolchainError(
+          a.code as ErrorCode,
+          `attempt ${ctx.attempt} failed`,
+          a.retryAfterMs !== undefined ? { retryAfterMs: a.retryAfterMs } : {},
+        );
       return ctx.attempt;
     },
   });
 }
 
-const retryDelays = (events: RunEvent[], id: string) => events.filter((e) => e.type === "step_retrying" && e.stepId === id).map((e) => (e.data as { delayMs: number }).delayMs);
+const retryDelays = (events: RunEvent[], id: string) =>
+  events
+    .filter((e) => e.type === "step_retrying" && e.stepId === id)
+    .map((e) => (e.data as { delayMs: number }).delayMs);
 
 describe("retries", () => {
   test("the default policy is the documented one", () => {
-    expect(DEFAULT_RETRY).toEqual({ maxAttempts: 2, backoff: { kind: "exponential", initialMs: 200, maxMs: 5_000, jitter: true } });
-    expect([...compileRetry(undefined).retryOn].sort()).toEqual(["EXECUTION_FAILED", "RATE_LIMITED", "TIMEOUT", "TRANSIENT"]);
+    expect(DEFAULT_RETRY).toEqual({
+      maxAttempts: 2,
+      backoff: { kind: "exponential", initialMs: 200, maxMs: 5_000, jitter: true },
+    });
+    expect([...compileRetry(undefined).retryOn].sort()).toEqual([
+      "EXECUTION_FAILED",
+      "RATE_LIMITED",
+      "TIMEOUT",
+      "TRANSIENT",
+    ]);
   });
 
-  propTest.prop([fc.integer({ min: 0, max: 10_000 }), fc.option(fc.integer({ min: 0, max: 20_000 }), { nil: undefined }), fc.integer({ min: 1, max: 10 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })])(
-    "backoff: fixed and exponential (capped by maxMs), jitter within [delay/2, delay]",
+  propTest.prop([
+    fc.integer({ min: 0, max: 10_000 }),
+    fc.option(fc.integer({ min: 0, max: 20_000 }), { nil: undefined }),
+    fc.integer({ min: 1, max: 10 }),
+    fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+  ])(
+    "backoff: fixed and exponential (capped by maxMs, else at 1 h), jitter within [delay/2, delay]",
     (initialMs, maxMs, attempt, r) => {
-      const cap = maxMs ?? Number.POSITIVE_INFINITY;
+      const cap = maxMs ?? MAX_BACKOFF_MS;
       expect(backoffDelay({ kind: "fixed", initialMs, maxMs }, attempt)).toBe(Math.min(initialMs, cap));
       const exp = Math.min(initialMs * 2 ** (attempt - 1), cap);
       expect(backoffDelay({ kind: "exponential", initialMs, maxMs }, attempt)).toBe(exp);
@@ -58,8 +84,14 @@ describe("retries", () => {
   test("retryAfterMs of a RATE_LIMITED error raises the delay, never lowers it", () => {
     const p = compileRetry({ maxAttempts: 3, backoff: { kind: "fixed", initialMs: 100 } });
     const skill = { sideEffects: "none" as const, idempotent: true };
-    expect(decideRetry(p, skill, { code: ErrorCode.RATE_LIMITED, message: "", retryAfterMs: 2_500 }, 1)).toEqual({ retry: true, delayMs: 2_500 });
-    expect(decideRetry(p, skill, { code: ErrorCode.RATE_LIMITED, message: "", retryAfterMs: 10 }, 1)).toEqual({ retry: true, delayMs: 100 });
+    expect(decideRetry(p, skill, { code: ErrorCode.RATE_LIMITED, message: "", retryAfterMs: 2_500 }, 1)).toEqual({
+      retry: true,
+      delayMs: 2_500,
+    });
+    expect(decideRetry(p, skill, { code: ErrorCode.RATE_LIMITED, message: "", retryAfterMs: 10 }, 1)).toEqual({
+      retry: true,
+      delayMs: 100,
+    });
   });
 
   test("in a run: each backoff kind, maxMs, the default policy, and retryAfterMs delaying the next attempt", async () => {
@@ -69,11 +101,28 @@ describe("retries", () => {
       rt.run({
         maxConcurrency: 1,
         steps: [
-          { stepId: "exp", skillName: "test.flaky", arguments: { untilAttempt: 4 }, retry: { maxAttempts: 4, backoff: { kind: "exponential", initialMs: 10, maxMs: 25 } } },
-          { stepId: "fixed", skillName: "test.flaky", dependsOn: ["exp"], arguments: { untilAttempt: 3 }, retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 7 } } },
+          {
+            stepId: "exp",
+            skillName: "test.flaky",
+            arguments: { untilAttempt: 4 },
+            retry: { maxAttempts: 4, backoff: { kind: "exponential", initialMs: 10, maxMs: 25 } },
+          },
+          {
+            stepId: "fixed",
+            skillName: "test.flaky",
+            dependsOn: ["exp"],
+            arguments: { untilAttempt: 3 },
+            retry: { maxAttempts: 3, backoff: { kind: "fixed", initialMs: 7 } },
+          },
           // default policy: 2 attempts, exponential 200 ms with jitter; random() = 0 gives the lower bound
           { stepId: "dflt", skillName: "test.flaky", dependsOn: ["fixed"], arguments: { untilAttempt: 2 } },
-          { stepId: "after", skillName: "test.flaky", dependsOn: ["dflt"], arguments: { untilAttempt: 2, code: "RATE_LIMITED", retryAfterMs: 150 }, retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } } },
+          {
+            stepId: "after",
+            skillName: "test.flaky",
+            dependsOn: ["dflt"],
+            arguments: { untilAttempt: 2, code: "RATE_LIMITED", retryAfterMs: 150 },
+            retry: { maxAttempts: 2, backoff: { kind: "fixed", initialMs: 1 } },
+          },
           { stepId: "never", skillName: "test.flaky", dependsOn: ["after"], arguments: { untilAttempt: 9 } },
         ],
       }),
@@ -112,9 +161,19 @@ describe("retries", () => {
       },
     });
     const rt = createRuntime({ skills: [stubborn] });
-    const { view } = await settle(rt.run({ steps: [{ stepId: "s", skillName: "test.stubborn", arguments: {}, timeoutMs: 50, retry: noRetry }, { stepId: "next", skillName: "core.pass", dependsOn: ["s"], arguments: { value: 1 } }] }));
+    const { view } = await settle(
+      rt.run({
+        steps: [
+          { stepId: "s", skillName: "test.stubborn", arguments: {}, timeoutMs: 50, retry: noRetry },
+          { stepId: "next", skillName: "core.pass", dependsOn: ["s"], arguments: { value: 1 } },
+        ],
+      }),
+    );
     expect(finished).toBe(false); // the run ended while the skill still hangs
-    expect(stepOf(view, "s")).toMatchObject({ status: "failed", error: { code: "TIMEOUT", message: "step timed out after 50 ms" } });
+    expect(stepOf(view, "s")).toMatchObject({
+      status: "failed",
+      error: { code: "TIMEOUT", message: "step timed out after 50 ms" },
+    });
     expect(stepOf(view, "next").status).toBe("skipped");
     release();
   });
@@ -153,7 +212,14 @@ describe("confirmation overrides", () => {
       },
     });
     const rt = createRuntime({ skills: [pay] });
-    const { view } = await settle(rt.run({ steps: [{ stepId: "small", skillName: "test.pay", arguments: { amount: 5 } }, { stepId: "big", skillName: "test.pay", arguments: { amount: 500 } }] }));
+    const { view } = await settle(
+      rt.run({
+        steps: [
+          { stepId: "small", skillName: "test.pay", arguments: { amount: 5 } },
+          { stepId: "big", skillName: "test.pay", arguments: { amount: 500 } },
+        ],
+      }),
+    );
     expect(view.status).toBe("waiting_confirmation");
     expect(paid).toEqual([5]);
     expect(view.pendingConfirmations.map((p) => p.stepId)).toEqual(["big"]);
@@ -187,8 +253,21 @@ describe("priority", () => {
   test("when limits hold steps back, the skill with the longer observed mean duration starts first", async () => {
     const order: string[] = [];
     const mk = (name: string) =>
-      defineSkill({ name, description: name, input: z.object({}), sideEffects: "none", idempotent: true, execute: async () => void order.push(name) });
-    const plan = { maxConcurrency: 1, steps: [{ stepId: "q", skillName: "test.quick", arguments: {} }, { stepId: "s", skillName: "test.slow", arguments: {} }] };
+      defineSkill({
+        name,
+        description: name,
+        input: z.object({}),
+        sideEffects: "none",
+        idempotent: true,
+        execute: async () => void order.push(name),
+      });
+    const plan = {
+      maxConcurrency: 1,
+      steps: [
+        { stepId: "q", skillName: "test.quick", arguments: {} },
+        { stepId: "s", skillName: "test.slow", arguments: {} },
+      ],
+    };
     // without observations: declaration order
     const cold = createRuntime({ skills: [mk("test.quick"), mk("test.slow")] });
     await settle(cold.run(plan));
@@ -237,13 +316,19 @@ describe("compensation details", () => {
         maxRunning = Math.max(maxRunning, running);
         await new Promise((r) => setTimeout(r, 20));
         running--;
-        if ((c.input as { failUndo: boolean }).failUndo) throw new ToolchainError(ErrorCode.EXECUTION_FAILED, "undo refused");
+        if ((c.input as { failUndo: boolean }).failUndo)
+          throw new ToolchainError(ErrorCode.EXECUTION_FAILED, "undo refused");
       },
     });
     const rt = createRuntime({ skills: [slowUndo] });
     const steps = [
       { stepId: "first", skillName: "test.slow_undo", arguments: { label: "first", failUndo: true }, retry: noRetry },
-      ...["a", "b", "c"].map((id) => ({ stepId: id, skillName: "test.slow_undo", dependsOn: ["first"], arguments: { label: id } })),
+      ...["a", "b", "c"].map((id) => ({
+        stepId: id,
+        skillName: "test.slow_undo",
+        dependsOn: ["first"],
+        arguments: { label: id },
+      })),
       { stepId: "boom", skillName: "core.fail", dependsOn: ["a", "b", "c"], retry: noRetry },
     ];
     const { events, view } = await settle(rt.run({ onFailure: "fail_fast", rollbackMode: "strict", steps }));
@@ -252,7 +337,10 @@ describe("compensation details", () => {
     expect(["a", "b", "c"].map((id) => stepOf(view, id).status)).toEqual(["rolled_back", "rolled_back", "rolled_back"]);
     const waiting = events.filter((e) => e.type === "rollback_waiting_decision");
     expect(waiting).toHaveLength(1);
-    expect(waiting[0]).toMatchObject({ stepId: "first", data: { error: { code: "EXECUTION_FAILED", message: "undo refused" }, skillName: "test.slow_undo" } });
+    expect(waiting[0]).toMatchObject({
+      stepId: "first",
+      data: { error: { code: "EXECUTION_FAILED", message: "undo refused" }, skillName: "test.slow_undo" },
+    });
     expect(view.pendingConfirmations).toEqual([expect.objectContaining({ stepId: "first", kind: "compensation" })]);
   });
 
@@ -271,7 +359,10 @@ describe("compensation details", () => {
     expect(view.status).toBe("waiting_confirmation");
     const done = await settle(await rt.confirm(view.runId, { stepId: "pub", decision: "reject", comment: "no" }));
     expect(done.view.status).toBe("rolled_back");
-    expect(stepOf(done.view, "pub")).toMatchObject({ status: "failed", error: { code: "REJECTED", message: "rejected: no" } });
+    expect(stepOf(done.view, "pub")).toMatchObject({
+      status: "failed",
+      error: { code: "REJECTED", message: "rejected: no" },
+    });
     expect(stepOf(done.view, "w").status).toBe("rolled_back");
     expect(ledger.log).toEqual(["effect:w", "undo:w"]);
   });
@@ -281,7 +372,15 @@ describe("deadlines", () => {
   test("deadlineMs does not count time suspended waiting for a human", async () => {
     const ledger = new EffectLedger();
     const rt = createRuntime({ skills: [approvalSkill(ledger)] });
-    const { view } = await settle(rt.run({ deadlineMs: 300, steps: [{ stepId: "pub", skillName: "test.publish", arguments: { title: "late" } }, { stepId: "after", skillName: "core.wait", dependsOn: ["pub"], arguments: { ms: 20, value: "ok" } }] }));
+    const { view } = await settle(
+      rt.run({
+        deadlineMs: 300,
+        steps: [
+          { stepId: "pub", skillName: "test.publish", arguments: { title: "late" } },
+          { stepId: "after", skillName: "core.wait", dependsOn: ["pub"], arguments: { ms: 20, value: "ok" } },
+        ],
+      }),
+    );
     expect(view.status).toBe("waiting_confirmation");
     const t = Date.now();
     await waitFor(() => Date.now() > t + 500, { what: "the human taking longer than the deadline" });
@@ -359,7 +458,9 @@ describe("in-doubt attempts", () => {
       },
     };
     const rt = createRuntime({ skills: [withReconcile], env: { intents: deadProcessClaimedAttempt1() } });
-    const { view, events } = await settle(rt.run({ steps: [{ stepId: "w", skillName: "test.effect", arguments: { label: "w" } }] }));
+    const { view, events } = await settle(
+      rt.run({ steps: [{ stepId: "w", skillName: "test.effect", arguments: { label: "w" } }] }),
+    );
     expect(view.status).toBe("completed");
     expect(asked).toEqual([`${view.runId}:w`]);
     expect(stepOf(view, "w").attempts).toBe(2);

@@ -2,7 +2,9 @@
  * README promises of the runtime that had no test failing without them (issue 22, "Every promise
  * tested"), on memory and on Postgres (embedded, or the server at DATABASE_URL):
  * - the first cancel reason wins;
- * - a worker that claims a run with a recorded cancel applies it before anything runs;
+ * - a worker that claims a run with a recorded cancel applies it before anything runs, and a step
+ *   the dead process left in doubt is reconciled (applied: compensated; not applied: cancelled)
+ *   or, when its skill cannot tell, ends EFFECT_UNKNOWN (never "not run", never run again);
  * - TOOLCHAIN_WORKER_MAX_ACTIVE stops claiming;
  * - retention never prunes a run holding a lease or an unapplied decision;
  * - a normal drive resets the failure count, and a lost lease is not a failure;
@@ -24,15 +26,24 @@ afterEach(async () => {
 
 describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose process died, on %s", (kind) => {
   /** A run whose process died mid-step (effect out, lease left to expire); what the others see. */
-  async function abandonedRun() {
+  async function abandonedRun(skillName = "m.write") {
     const ledger = new EffectLedger();
     const hangs = new HangSwitch();
-    const world = await openCrashableWorld(kind, { skills: modelSkills(ledger, hangs), leaseTtlMs: 400, decisionPollMs: 30 });
+    const world = await openCrashableWorld(kind, {
+      skills: modelSkills(ledger, hangs),
+      leaseTtlMs: 400,
+      decisionPollMs: 30,
+    });
     closers.push(async () => {
       hangs.releaseAll();
       await world.close();
     });
-    const plan = { steps: [{ stepId: "s", skillName: "m.write", arguments: { label: "s", hang: true } }, { stepId: "t", skillName: "m.write", dependsOn: ["s"], arguments: { label: "t" } }] };
+    const plan = {
+      steps: [
+        { stepId: "s", skillName, arguments: { label: "s", hang: true } },
+        { stepId: "t", skillName: "m.write", dependsOn: ["s"], arguments: { label: "t" } },
+      ],
+    };
     const h = world.procs[0]!.runtime.run(plan);
     await waitFor(() => ledger.effects.get(`${h.runId}:s`) === 1, { what: "the step's effect started" });
     world.crash(0);
@@ -65,23 +76,113 @@ describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose
     expect(failed).toHaveLength(1);
     expect(JSON.stringify(failed[0]!.data)).toContain("first reason");
     expect(JSON.stringify(await b.events(runId))).not.toContain("second reason");
-  });
+  }, 120_000);
 
-  test("a worker that claims a run with a recorded cancel applies it before anything runs", async () => {
-    const { b, runId, ledger } = await abandonedRun();
-    await b.store.requestCancel(runId, "stop before anything else runs");
+  test("the audit event of a cancel is stored before a driver can see the request; racing cancels name one winner in both", async () => {
+    const { b, runId } = await abandonedRun();
+    // what the store held at the moment the row's request was written (the moment a driver may act on it)
+    const seen: string[][] = [];
+    const requestCancel = b.store.requestCancel.bind(b.store);
+    b.store.requestCancel = async (...args) => {
+      seen.push((await b.store.list(runId)).map((e) => e.type));
+      return requestCancel(...args);
+    };
+    const [x, y] = await Promise.all([b.cancel(runId, "reason x"), b.cancel(runId, "reason y")]);
+    for (const types of seen) expect(types).toContain("run_cancel_requested");
+    const events = (await b.events(runId)).filter((e) => e.type === "run_cancel_requested");
+    expect(events).toHaveLength(1);
+    const row = (await b.store.getRow(runId))!.cancelRequest!;
+    expect(row.reason).toBe((events[0]!.data as { reason: string }).reason);
+    await takeOver(b, runId);
+    expect((await x.result).error).toMatchObject({ message: row.reason });
+    expect((await y.result).error).toMatchObject({ message: row.reason });
+  }, 120_000);
+
+  /** The takeover under a recorded cancel; the events after it, and the final view. */
+  async function cancelAndTakeOver(skillName: string) {
+    const r = await abandonedRun(skillName);
+    await r.b.store.requestCancel(r.runId, "stop before anything else runs");
+    const seqBefore = (await r.b.events(r.runId)).length;
+    await takeOver(r.b, r.runId);
+    const after = (await r.b.events(r.runId)).slice(seqBefore);
+    const view = await r.b.getRun(r.runId);
+    // whatever s's fate, nothing executes again and t never runs
+    expect(view.status).toBe("cancelled");
+    expect(view.pendingConfirmations).toEqual([]);
+    expect(after.map((e) => e.type).filter((t) => t === "step_started" || t === "step_retrying")).toEqual([]);
+    expect(r.ledger.effects.get(`${r.runId}:s`)).toBe(1);
+    expect(r.ledger.effects.get(`${r.runId}:t`)).toBeUndefined();
+    expect(view.steps.find((x) => x.stepId === "t")!.status).toBe("cancelled");
+    // a compensation's idempotency key is the step's with a suffix per compensation attempt
+    const undos = [...r.ledger.compensations]
+      .filter(([k]) => k.startsWith(`${r.runId}:s:`))
+      .reduce((a, [, n]) => a + n, 0);
+    return { ...r, after, view, undos, s: view.steps.find((x) => x.stepId === "s")! };
+  }
+
+  test("a worker that claims a run with a recorded cancel applies it before anything runs; a step in doubt whose skill cannot tell ends EFFECT_UNKNOWN, not 'not run'", async () => {
+    const { after, s, undos } = await cancelAndTakeOver("m.write");
+    // its intent was claimed by the dead process: the effect may have happened (it did), so it
+    // is neither reported as not run nor run again, and not compensated (nobody knows it happened)
+    expect(s.status).toBe("failed");
+    expect(s.error).toMatchObject({
+      code: "EFFECT_UNKNOWN",
+      effectStarted: true,
+      details: { inDoubt: true, attempt: 1 },
+    });
+    expect(s.error!.message).toContain("may or may not have happened");
+    expect(after.filter((e) => e.type === "step_failed").map((e) => e.stepId)).toEqual(["s"]);
+    expect(after.filter((e) => e.type === "step_cancelled").map((e) => e.stepId)).toEqual(["t"]);
+    expect(after.map((e) => e.type)).toContain("run_failed");
+    expect(undos).toBe(0);
+  }, 120_000);
+
+  test("a cancel of a run waiting on a step in doubt ends that step EFFECT_UNKNOWN, not 'not run'", async () => {
+    const { b, runId, ledger } = await abandonedRun("m.write");
+    await waitFor(
+      async () => {
+        await b.recover();
+        return (await b.getRun(runId)).pendingConfirmations.some((p) => p.stepId === "s" && p.kind === "in_doubt");
+      },
+      { timeoutMs: 20_000, intervalMs: 25, what: "s waits as in doubt" },
+    );
     const seqBefore = (await b.events(runId)).length;
+    await b.cancel(runId, "stop it");
     await takeOver(b, runId);
     const view = await b.getRun(runId);
-    expect(view.status).toBe("cancelled");
-    expect(view.pendingConfirmations).toEqual([]); // the step in doubt is not even asked about
-    // nothing ran after the takeover: no step started, asked or retried; t never ran
+    const s = view.steps.find((x) => x.stepId === "s")!;
+    expect(s.status).toBe("failed");
+    expect(s.error).toMatchObject({ code: "EFFECT_UNKNOWN", details: { inDoubt: true, attempt: 1 } });
+    expect(view.pendingConfirmations).toEqual([]);
     const after = (await b.events(runId)).slice(seqBefore).map((e) => e.type);
-    expect(after.filter((t) => t.startsWith("step_") && t !== "step_cancelled")).toEqual([]);
-    expect(after).toContain("run_failed");
+    expect(after).not.toContain("step_started");
     expect(ledger.effects.get(`${runId}:s`)).toBe(1);
-    expect(ledger.effects.get(`${runId}:t`)).toBeUndefined();
-  });
+    expect([...ledger.compensations.keys()].filter((k) => k.startsWith(`${runId}:s:`))).toEqual([]);
+  }, 120_000);
+
+  test("a step in doubt under a recorded cancel whose reconcile says applied completes and is compensated once", async () => {
+    const { after, s, ledger, runId, undos } = await cancelAndTakeOver("m.checked");
+    expect(ledger.reconciles.get(`${runId}:s`)).toBe(1);
+    expect(s).toMatchObject({ status: "rolled_back", output: { label: "s" }, rollback: { status: "rolled_back" } });
+    expect(after.filter((e) => e.type === "step_completed").map((e) => e.stepId)).toEqual(["s"]);
+    expect(undos).toBe(1);
+  }, 120_000);
+
+  test("a step in doubt under a recorded cancel whose reconcile says not applied ends cancelled, nothing undone", async () => {
+    const { after, s, ledger, runId, undos } = await cancelAndTakeOver("m.denies");
+    expect(ledger.reconciles.get(`${runId}:s`)).toBe(1);
+    expect(s.status).toBe("cancelled");
+    expect(s.error).toMatchObject({ code: "CANCELLED", effectStarted: false });
+    expect(s.error!.message).toContain("reconcile says attempt 1 had no effect");
+    expect(
+      after
+        .filter((e) => e.type === "step_cancelled")
+        .map((e) => e.stepId)
+        .sort(),
+    ).toEqual(["s", "t"]);
+    expect(after.map((e) => e.type)).not.toContain("step_completed");
+    expect(undos).toBe(0);
+  }, 120_000);
 });
 
 describe.each(backends)("worker, retention and drive failures on $name", (backend) => {
@@ -93,7 +194,10 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
     closers.push(pair.close);
     // an API-only process submits; the worker process claims
     const ids: string[] = [];
-    for (const g of ["g1", "g2", "g3"]) ids.push((await pair.a.submit({ steps: [{ stepId: "s", skillName: "test.gate", arguments: { gate: g } }] })).runId);
+    for (const g of ["g1", "g2", "g3"])
+      ids.push(
+        (await pair.a.submit({ steps: [{ stepId: "s", skillName: "test.gate", arguments: { gate: g } }] })).runId,
+      );
     const stop = pair.b.startWorker({ pollMs: 20, maxActive: cfg.workerMaxActive });
     closers.unshift(stop);
     let maxActive = 0;
@@ -107,7 +211,13 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
       expect(rows.filter((r) => r.leaseOwner !== null)).toHaveLength(1);
       expect(rows.filter((r) => r.leaseOwner === null).map((r) => r.status)).toEqual(["queued", "queued"]);
       for (const g of ["g1", "g2", "g3"]) gates.open(g);
-      await waitFor(async () => (await Promise.all(ids.map(async (id) => (await pair.a.store.getRow(id))!.status))).every((s) => s === "completed"), { what: "all three completed" });
+      await waitFor(
+        async () =>
+          (await Promise.all(ids.map(async (id) => (await pair.a.store.getRow(id))!.status))).every(
+            (s) => s === "completed",
+          ),
+        { what: "all three completed" },
+      );
     } finally {
       clearInterval(sample);
       for (const g of ["g1", "g2", "g3"]) gates.open(g); // nothing left hanging for close
@@ -119,13 +229,16 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
     const pair = await backend.openPair();
     closers.push(pair.close);
     const { a, b } = pair;
-    const done = async () => (await a.run({ steps: [{ stepId: "x", skillName: "core.pass", arguments: { value: 1 } }] }).result).runId;
+    const done = async () =>
+      (await a.run({ steps: [{ stepId: "x", skillName: "core.pass", arguments: { value: 1 } }] }).result).runId;
     const leased = await done();
     const decided = await done();
     const free = await done();
     // a drive finishing elsewhere (its lease not yet released), and a decision nobody applied yet
     expect(await a.store.acquireLease(leased, "process-finishing", 60_000)).toBe(true);
-    expect(await a.store.recordDecision(decided, "x", 0, { decision: "approve", at: new Date().toISOString(), round: 0 })).toBe("recorded");
+    expect(
+      await a.store.recordDecision(decided, "x", 0, { decision: "approve", at: new Date().toISOString(), round: 0 }),
+    ).toBe("recorded");
     await new Promise((r) => setTimeout(r, 10)); // "finished before now", also on a millisecond clock
     const pruned = await b.pruneCheckpoints({ olderThanMs: 0 });
     expect(pruned).toContain(free);
@@ -140,7 +253,11 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
 
   test("a normal drive resets the failure count; a lost lease is not counted as a failure", async () => {
     const ledger = new EffectLedger();
-    const pair = await backend.openPair({ skills: [effectSkill(ledger, { idempotent: true })], leaseTtlMs: 300, driveRetry: { maxFailures: 3, initialMs: 20, maxMs: 40 } });
+    const pair = await backend.openPair({
+      skills: [effectSkill(ledger, { idempotent: true })],
+      leaseTtlMs: 300,
+      driveRetry: { maxFailures: 3, initialMs: 20, maxMs: 40 },
+    });
     closers.push(pair.close);
     const { a, b } = pair;
     // one drive throws (its event batch cannot be stored): counted, re-driven, then completes
@@ -195,7 +312,8 @@ describe.each(backends)("a wait for a limit is stopped on $name", (backend) => {
     closers.unshift(async () => void (await (await rt.cancel(hold.runId, "test over")).result));
     return { rt, probe };
   }
-  const startedSteps = async (rt: Awaited<ReturnType<typeof holder>>["rt"], runId: string) => (await rt.events(runId)).filter((e) => e.type === "step_started").map((e) => e.stepId);
+  const startedSteps = async (rt: Awaited<ReturnType<typeof holder>>["rt"], runId: string) =>
+    (await rt.events(runId)).filter((e) => e.type === "step_started").map((e) => e.stepId);
 
   test("fail_fast: a failing sibling stops a step waiting for a serial key; it never starts", async () => {
     const { rt, probe } = await holder();
@@ -219,7 +337,10 @@ describe.each(backends)("a wait for a limit is stopped on $name", (backend) => {
   test("the run's deadline stops a step waiting for a serial key", async () => {
     const { rt } = await holder();
     const t0 = Date.now();
-    const v = await rt.run({ deadlineMs: 400, steps: [{ stepId: "w", skillName: "test.serial", arguments: { key: "k", ms: 1 } }] }).result;
+    const v = await rt.run({
+      deadlineMs: 400,
+      steps: [{ stepId: "w", skillName: "test.serial", arguments: { key: "k", ms: 1 } }],
+    }).result;
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(v.status).toBe("failed");
     expect(await startedSteps(rt, v.runId)).not.toContain("w");

@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { ToolchainError } from "../src/kernel/errors.js";
 import { settle, stepOf } from "./helpers/run.js";
+import { rowsOf } from "../skills/qtable/mapping.js";
+import type { Task } from "../skills/qtable/schemas.js";
 import { approvalPlan, qtableBackends, type QTableRig } from "./helpers/qtable.js";
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -35,14 +37,26 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
   test("pauses at the records confirmation with a preview of every record; nothing is written until approved", async () => {
     const { view, table, records } = await startChain();
     expect(view.status).toBe("waiting_confirmation");
-    expect(["split", "estimate", "schema", "gantt"].map((id) => stepOf(view, id).status)).toEqual(["completed", "completed", "completed", "completed"]);
+    expect(["split", "estimate", "schema", "gantt"].map((id) => stepOf(view, id).status)).toEqual([
+      "completed",
+      "completed",
+      "completed",
+      "completed",
+    ]);
     const [p] = view.pendingConfirmations;
     expect(p).toMatchObject({ stepId: "create", skillName: "qtable.task.records.create" });
-    const preview = p!.preview as { table: { id: string; name: string }; count: number; records: Record<string, unknown>[] };
-    const tasks = (stepOf(view, "split").output as { tasks: { title: string }[] }).tasks;
+    const preview = p!.preview as {
+      table: { id: string; name: string };
+      count: number;
+      records: Record<string, unknown>[];
+    };
+    const tasks = (stepOf(view, "split").output as { tasks: Task[] }).tasks;
     expect(preview.table).toEqual({ id: table.id, name: "Tasks" });
-    expect(preview.count).toBe(tasks.length);
-    expect(preview.records.map((r) => r.title)).toEqual(tasks.map((t) => t.title));
+    // every task, and the build phase (two parts) as their parent row
+    const rows = rowsOf({ tasks });
+    expect(rows).toHaveLength(tasks.length + 1);
+    expect(preview.count).toBe(rows.length);
+    expect(preview.records.map((r) => r.title)).toEqual(rows.map((t) => t.title));
     expect(tasks.map((t) => t.title)).toContain("Build audit log for the approval system");
     expect(await records()).toEqual([]);
   });
@@ -51,20 +65,31 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     const { view, records } = await startChain();
     const done = await settle(await rig.runtime.confirm(view.runId, { stepId: "create", decision: "approve" }));
     expect(done.view.status).toBe("completed");
-    const gantt = stepOf(done.view, "gantt").output as { items: { key: string; start: string; end: string }[]; finish: string };
+    const gantt = stepOf(done.view, "gantt").output as {
+      items: { key: string; start: string; end: string }[];
+      finish: string;
+    };
     const tasks = (stepOf(done.view, "split").output as { tasks: { key: string; title: string }[] }).tasks;
-    const estimates = (stepOf(done.view, "estimate").output as { estimates: { key: string; days: number }[] }).estimates;
+    const estimates = (stepOf(done.view, "estimate").output as { estimates: { key: string; days: number }[] })
+      .estimates;
     const rows = await records();
-    expect(rows).toHaveLength(tasks.length);
-    tasks.forEach((t, i) => {
+    expect(rows).toHaveLength(rowsOf({ tasks }).length);
+    tasks.forEach((t) => {
       const item = gantt.items.find((g) => g.key === t.key)!;
-      expect(rows[i]!.values).toMatchObject({ title: t.title, start: item.start, end: item.end, estimateDays: estimates.find((e) => e.key === t.key)!.days, status: "todo" });
+      expect(rows.find((r) => r.values.key === t.key)!.values).toMatchObject({
+        title: t.title,
+        start: item.start,
+        end: item.end,
+        estimateDays: estimates.find((e) => e.key === t.key)!.days,
+        status: "todo",
+      });
     });
     // the holiday and the weekends are not worked; the first task starts on the start date
-    for (const r of rows) for (const d of [r.values.start as string, r.values.end as string]) {
-      expect(d).not.toBe("2026-12-25");
-      expect([0, 6]).not.toContain(new Date(`${d}T00:00:00Z`).getUTCDay());
-    }
+    for (const r of rows)
+      for (const d of [r.values.start as string, r.values.end as string]) {
+        expect(d).not.toBe("2026-12-25");
+        expect([0, 6]).not.toContain(new Date(`${d}T00:00:00Z`).getUTCDay());
+      }
     expect(rows[0]!.values.start).toBe("2026-12-21");
     expect(stepOf(done.view, "create").output).toMatchObject({ created: true, recordIds: rows.map((r) => r.id) });
     expect(rig.store.writes).toBeGreaterThan(0);
@@ -72,7 +97,9 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
 
   test("rejected: nothing is written", async () => {
     const { view, records } = await startChain();
-    const done = await settle(await rig.runtime.confirm(view.runId, { stepId: "create", decision: "reject", comment: "not now" }));
+    const done = await settle(
+      await rig.runtime.confirm(view.runId, { stepId: "create", decision: "reject", comment: "not now" }),
+    );
     expect(stepOf(done.view, "create")).toMatchObject({ status: "failed", error: { code: "REJECTED" } });
     expect(["failed", "rolled_back"]).toContain(done.view.status);
     expect(await records()).toEqual([]);
@@ -80,7 +107,13 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
 
   test("fail_fast after the records were created: compensation deletes exactly those records", async () => {
     const plan = approvalPlan();
-    plan.steps.push({ stepId: "publish", skillName: "core.fail", dependsOn: ["create"], arguments: { code: "EXECUTION_FAILED", message: "publishing failed" }, retry: { maxAttempts: 1 } });
+    plan.steps.push({
+      stepId: "publish",
+      skillName: "core.fail",
+      dependsOn: ["create"],
+      arguments: { code: "EXECUTION_FAILED", message: "publishing failed" },
+      retry: { maxAttempts: 1 },
+    });
     const { ws, table, view, records } = await startChain(plan);
     // a record written by someone else stays
     await rig.store.createRecords(ws, table.id, [{ title: "Written by a person" }], `manual-${ws}`);
@@ -108,13 +141,18 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     const rows = await records();
     expect(rig.store.writes - before).toBe(1);
     expect(rows.map((r) => r.id)).toEqual((create.output as { recordIds: string[] }).recordIds);
-    expect(rows).toHaveLength((stepOf(done.view, "split").output as { tasks: unknown[] }).tasks.length);
+    expect(rows).toHaveLength(rowsOf(stepOf(done.view, "split").output as { tasks: Task[] }).length);
   });
 
   test("another workspace's table cannot be described or written to", async () => {
     const a = await startChain();
     const plan = approvalPlan();
-    const other = await settle(rig.runtime.run(plan, { workspaceId: "intruder", context: { goal: GOAL, table: { id: a.table.id }, startDate: "2026-12-21", holidays: [] } }));
+    const other = await settle(
+      rig.runtime.run(plan, {
+        workspaceId: "intruder",
+        context: { goal: GOAL, table: { id: a.table.id }, startDate: "2026-12-21", holidays: [] },
+      }),
+    );
     expect(stepOf(other.view, "schema")).toMatchObject({ status: "failed", error: { code: "TABLE_NOT_FOUND" } });
     expect(stepOf(other.view, "create").status).not.toBe("completed");
     expect(await a.records()).toEqual([]);
@@ -134,12 +172,25 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     const plan = {
       onFailure: "fail_fast",
       steps: [
-        { stepId: "create", skillName: "qtable.task.records.create", arguments: { tableId: own.id, records: [{ title: "x" }] }, retry: { maxAttempts: 1 }, fallback: { value: claimed } },
-        { stepId: "boom", skillName: "core.fail", dependsOn: ["create"], arguments: { code: "EXECUTION_FAILED", message: "now roll back" }, retry: { maxAttempts: 1 } },
+        {
+          stepId: "create",
+          skillName: "qtable.task.records.create",
+          arguments: { tableId: own.id, records: [{ title: "x" }] },
+          retry: { maxAttempts: 1 },
+          fallback: { value: claimed },
+        },
+        {
+          stepId: "boom",
+          skillName: "core.fail",
+          dependsOn: ["create"],
+          arguments: { code: "EXECUTION_FAILED", message: "now roll back" },
+          retry: { maxAttempts: 1 },
+        },
       ],
     };
     let done = await settle(rig.runtime.run(plan, { workspaceId: intruder }));
-    if (done.view.status === "waiting_confirmation") done = await settle(await rig.runtime.confirm(done.view.runId, { stepId: "create", decision: "approve" }));
+    if (done.view.status === "waiting_confirmation")
+      done = await settle(await rig.runtime.confirm(done.view.runId, { stepId: "create", decision: "approve" }));
     expect(stepOf(done.view, "create")).toMatchObject({ usedFallback: true, output: claimed });
     // a fallback value is not the record of an effect: nothing to undo (and nothing of A is touched)
     expect(stepOf(done.view, "create").rollback).toMatchObject({ status: "not_needed" });
@@ -154,32 +205,87 @@ describe.each(qtableBackends)("approval-system chain on $name", ({ open }) => {
     const skill = rig.runtime.registry.get("qtable.task.records.create")!;
     const created = await rig.store.createRecords(a.ws, a.table.id, [{ title: "mine" }], "run-x:create");
     // the output is tampered with: it names the record to keep
-    const output = { tableId: a.table.id, recordIds: [keep.records[0]!.id], records: [{ id: keep.records[0]!.id }], created: true };
-    const cc = { runId: "run-x", stepId: "create", effectKey: "run-x:create", idempotencyKey: "run-x:create:compensate", workspaceId: a.ws, signal: new AbortController().signal, logger: silent, input: {}, output };
+    const output = {
+      tableId: a.table.id,
+      recordIds: [keep.records[0]!.id],
+      records: [{ id: keep.records[0]!.id }],
+      created: true,
+    };
+    const cc = {
+      runId: "run-x",
+      stepId: "create",
+      effectKey: "run-x:create",
+      idempotencyKey: "run-x:create:compensate",
+      workspaceId: a.ws,
+      signal: new AbortController().signal,
+      logger: silent,
+      input: {},
+      output,
+    };
     await skill.createdRecords!.delete(skill.createdRecords!.list(output, {}), cc);
     expect((await a.records()).map((r) => r.id)).toEqual([keep.records[0]!.id]);
     expect(created.records).toHaveLength(1);
     // in another workspace the same call deletes nothing at all
     const again = await rig.store.createRecords(a.ws, a.table.id, [{ title: "mine" }], "run-y:create");
-    await skill.createdRecords!.delete([], { ...cc, runId: "run-y", effectKey: "run-y:create", workspaceId: "elsewhere" });
+    await skill.createdRecords!.delete([], {
+      ...cc,
+      runId: "run-y",
+      effectKey: "run-y:create",
+      workspaceId: "elsewhere",
+    });
     expect((await a.records()).map((r) => r.id)).toEqual([keep.records[0]!.id, again.records[0]!.id]);
   });
 
   test("garbage cannot reach a table: INVALID_INPUT names the record and field, nothing is written", async () => {
     const ws = `ws-${++wsSeq}`;
     const t = await rig.store.ensureWorkspace(ws);
-    const plan = { steps: [{ stepId: "create", skillName: "qtable.task.records.create", arguments: { tableId: t.id, records: [{ title: "fine", start: "2026-12-21" }, { title: "bad", start: "next week" }] }, retry: { maxAttempts: 1 } }] };
+    const plan = {
+      steps: [
+        {
+          stepId: "create",
+          skillName: "qtable.task.records.create",
+          arguments: {
+            tableId: t.id,
+            records: [
+              { title: "fine", start: "2026-12-21" },
+              { title: "bad", start: "next week" },
+            ],
+          },
+          retry: { maxAttempts: 1 },
+        },
+      ],
+    };
     const { view } = await settle(rig.runtime.run(plan, { workspaceId: ws }));
-    expect(stepOf(view, "create")).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT", message: 'record 1 ("bad"), field "start": field "start" is a date: expected YYYY-MM-DD, got "next week"' } });
+    expect(stepOf(view, "create")).toMatchObject({
+      status: "failed",
+      error: {
+        code: "INVALID_INPUT",
+        message: 'record 1 ("bad"), field "start": field "start" is a date: expected YYYY-MM-DD, got "next week"',
+      },
+    });
     expect((await rig.store.listRecords(ws, t.id))!.records).toEqual([]);
   });
 
   test("notify: needs confirmation, sends once; strict mode refuses it unless the step accepts no compensation", async () => {
     const ws = `ws-${++wsSeq}`;
-    const step = { stepId: "tell", skillName: "qtable.notify.send", arguments: { channel: "#approvals", message: "tasks are in" } };
-    expect(() => rig.runtime.validate({ rollbackMode: "strict", steps: [step] })).toThrow(expect.objectContaining({ code: "NOT_COMPENSABLE" }));
-    const first = await settle(rig.runtime.run({ rollbackMode: "strict", steps: [{ ...step, acceptNoCompensation: true }] }, { workspaceId: ws }));
-    expect(first.view.pendingConfirmations[0]).toMatchObject({ stepId: "tell", preview: { action: "send_message", channel: "#approvals", message: "tasks are in" } });
+    const step = {
+      stepId: "tell",
+      skillName: "qtable.notify.send",
+      arguments: { channel: "#approvals", message: "tasks are in" },
+    };
+    expect(() => rig.runtime.validate({ rollbackMode: "strict", steps: [step] })).toThrow(
+      expect.objectContaining({ code: "NOT_COMPENSABLE" }),
+    );
+    const first = await settle(
+      rig.runtime.run(
+        { rollbackMode: "strict", steps: [{ ...step, acceptNoCompensation: true }] },
+        { workspaceId: ws },
+      ),
+    );
+    expect(first.view.pendingConfirmations[0]).toMatchObject({
+      stepId: "tell",
+      preview: { action: "send_message", channel: "#approvals", message: "tasks are in" },
+    });
     expect(await rig.store.listMessages(ws)).toEqual([]);
     const done = await settle(await rig.runtime.confirm(first.view.runId, { stepId: "tell", decision: "approve" }));
     expect(done.view.status).toBe("completed");

@@ -16,7 +16,10 @@ interface Opened {
   close(): Promise<void>;
 }
 const stores: { name: string; open(limits?: Partial<TableLimits>): Promise<Opened> }[] = [
-  { name: "memory", open: async (limits) => ({ store: new MemoryTableStore({ limits }), close: async () => undefined }) },
+  {
+    name: "memory",
+    open: async (limits) => ({ store: new MemoryTableStore({ limits }), close: async () => undefined }),
+  },
   {
     name: serverUrl ? "postgres-server" : "postgres-embedded",
     async open(limits) {
@@ -54,16 +57,26 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
   });
 
   test("tables are scoped by workspace: another workspace's table is missing; lookup by id or name", async () => {
-    const t = await s.createTable("ws1", { name: "Risks", fields: [{ name: "title", type: "text", required: true }, { name: "level", type: "select", options: ["low", "high"] }] });
+    const t = await s.createTable("ws1", {
+      name: "Risks",
+      fields: [
+        { name: "title", type: "text", required: true },
+        { name: "level", type: "select", options: ["low", "high"] },
+      ],
+    });
     expect(t.id).toMatch(/^tbl_/);
     expect(await s.getTable("ws1", t.id)).toEqual(t);
     expect(await s.getTable("ws1", "Risks")).toEqual(t);
     expect(await s.getTable("ws2", t.id)).toBeUndefined();
     expect(await s.getTable("ws2", "Risks")).toBeUndefined();
     expect(await s.listRecords("ws2", t.id)).toBeUndefined();
-    await expect(s.createTable("ws1", { name: "Risks", fields: [{ name: "x", type: "text" }] })).rejects.toMatchObject({ code: "TABLE_NAME_TAKEN" });
+    await expect(s.createTable("ws1", { name: "Risks", fields: [{ name: "x", type: "text" }] })).rejects.toMatchObject({
+      code: "TABLE_NAME_TAKEN",
+    });
     expect((await s.createTable("ws2", { name: "Risks", fields: [{ name: "x", type: "text" }] })).id).not.toBe(t.id);
-    await expect(s.createRecords("ws2", t.id, [{ title: "x" }], "k-foreign")).rejects.toMatchObject({ code: "TABLE_NOT_FOUND" });
+    await expect(s.createRecords("ws2", t.id, [{ title: "x" }], "k-foreign")).rejects.toMatchObject({
+      code: "TABLE_NOT_FOUND",
+    });
     expect(await s.findWrite("ws2", "k-foreign")).toBeUndefined();
   });
 
@@ -77,46 +90,123 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
     const page = (await s.listRecords("ws1", t.id))!;
     expect(page.records.map((r) => r.values.title)).toEqual(["a", "b", "c"]);
     expect(page.records.map((r) => r.id)).toEqual(ids);
-    expect(await s.findWrite("ws1", "run-1:create")).toEqual({ tableId: t.id, records: page.records, updated: [], created: false });
+    expect(await s.findWrite("ws1", "run-1:create")).toEqual({
+      tableId: t.id,
+      records: page.records,
+      updated: [],
+      created: false,
+    });
     // a different key writes a second set
     expect((await s.createRecords("ws1", t.id, vals, "run-2:create")).created).toBe(true);
     expect((await s.listRecords("ws1", t.id))!.records).toHaveLength(6);
   });
 
   test("a write that updates: the undo restores the previous values and deletes what it created, once, only in its workspace", async () => {
-    const t = await s.createTable("wsU", { name: "Upd", fields: [{ name: "title", type: "text" }, { name: "n", type: "number" }] });
-    const first = await s.createRecords("wsU", t.id, [{ title: "a", n: 1 }, { title: "b", n: 2 }], "plan-1");
+    const t = await s.createTable("wsU", {
+      name: "Upd",
+      fields: [
+        { name: "title", type: "text" },
+        { name: "n", type: "number" },
+      ],
+    });
+    const first = await s.createRecords(
+      "wsU",
+      t.id,
+      [
+        { title: "a", n: 1 },
+        { title: "b", n: 2 },
+      ],
+      "plan-1",
+    );
     const [a, b] = first.records;
-    const w = await s.applyWrite("wsU", t.id, { creates: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }], updates: [{ id: a!.id, values: { title: "a", n: 10 } }, { id: "rec_not_in_this_table", values: { title: "x" } }] }, "plan-2");
-    expect(w).toEqual({ tableId: t.id, records: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }], updated: [{ id: a!.id, values: { title: "a", n: 10 } }], created: true });
+    const w = await s.applyWrite(
+      "wsU",
+      t.id,
+      {
+        creates: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }],
+        updates: [
+          { id: a!.id, values: { title: "a", n: 10 } },
+          { id: "rec_not_in_this_table", values: { title: "x" } },
+        ],
+      },
+      "plan-2",
+    );
+    expect(w).toEqual({
+      tableId: t.id,
+      records: [{ id: "rec_new_c_0000000000", values: { title: "c", n: 3 } }],
+      updated: [{ id: a!.id, values: { title: "a", n: 10 } }],
+      created: true,
+    });
     // repeated under its key: the same write, nothing applied again
-    expect(await s.applyWrite("wsU", t.id, { creates: [{ id: "rec_other_000000000000", values: { title: "z" } }], updates: [] }, "plan-2")).toEqual({ ...w, created: false });
+    expect(
+      await s.applyWrite(
+        "wsU",
+        t.id,
+        { creates: [{ id: "rec_other_000000000000", values: { title: "z" } }], updates: [] },
+        "plan-2",
+      ),
+    ).toEqual({ ...w, created: false });
     const now = async () => (await s.listRecords("wsU", t.id))!.records.map((r) => r.values);
-    expect(await now()).toEqual([{ title: "a", n: 10 }, { title: "b", n: 2 }, { title: "c", n: 3 }]);
+    expect(await now()).toEqual([
+      { title: "a", n: 10 },
+      { title: "b", n: 2 },
+      { title: "c", n: 3 },
+    ]);
     // another workspace's undo under the same key touches nothing
     expect(await s.deleteWrite("wsOther", "plan-2")).toBe(0);
     expect(await now()).toHaveLength(3);
-    expect(await Promise.all([s.deleteWrite("wsU", "plan-2"), s.deleteWrite("wsU", "plan-2")])).toEqual(expect.arrayContaining([2, 0]));
-    expect(await now()).toEqual([{ title: "a", n: 1 }, { title: "b", n: 2 }]);
+    expect(await Promise.all([s.deleteWrite("wsU", "plan-2"), s.deleteWrite("wsU", "plan-2")])).toEqual(
+      expect.arrayContaining([2, 0]),
+    );
+    expect(await now()).toEqual([
+      { title: "a", n: 1 },
+      { title: "b", n: 2 },
+    ]);
     // undone once: a later change is not overwritten by a repeated undo
     await s.applyWrite("wsU", t.id, { creates: [], updates: [{ id: b!.id, values: { title: "b", n: 20 } }] }, "plan-3");
     expect(await s.deleteWrite("wsU", "plan-2")).toBe(0);
-    expect(await now()).toEqual([{ title: "a", n: 1 }, { title: "b", n: 20 }]);
+    expect(await now()).toEqual([
+      { title: "a", n: 1 },
+      { title: "b", n: 20 },
+    ]);
   });
 
   test("delete removes exactly the given records, and is idempotent", async () => {
     const t = await s.createTable("ws1", { name: "Del", fields: [{ name: "title", type: "text" }] });
     const keep = await s.createRecords("ws1", t.id, [{ title: "keep" }], "keep");
     const w = await s.createRecords("ws1", t.id, [{ title: "x" }, { title: "y" }], "del");
-    expect(await s.deleteRecords("ws1", t.id, w.records.map((r) => r.id))).toBe(2);
-    expect(await s.deleteRecords("ws1", t.id, w.records.map((r) => r.id))).toBe(0);
-    expect(await s.deleteRecords("ws1", "tbl_other", keep.records.map((r) => r.id))).toBe(0); // the table must match
+    expect(
+      await s.deleteRecords(
+        "ws1",
+        t.id,
+        w.records.map((r) => r.id),
+      ),
+    ).toBe(2);
+    expect(
+      await s.deleteRecords(
+        "ws1",
+        t.id,
+        w.records.map((r) => r.id),
+      ),
+    ).toBe(0);
+    expect(
+      await s.deleteRecords(
+        "ws1",
+        "tbl_other",
+        keep.records.map((r) => r.id),
+      ),
+    ).toBe(0); // the table must match
     expect((await s.listRecords("ws1", t.id))!.records.map((r) => r.values.title)).toEqual(["keep"]);
   });
 
   test("records page in insertion order", async () => {
     const t = await s.createTable("ws1", { name: "Paged", fields: [{ name: "n", type: "number" }] });
-    await s.createRecords("ws1", t.id, Array.from({ length: 7 }, (_, i) => ({ n: i })), "paged");
+    await s.createRecords(
+      "ws1",
+      t.id,
+      Array.from({ length: 7 }, (_, i) => ({ n: i })),
+      "paged",
+    );
     const seen: number[] = [];
     let cursor: string | undefined;
     let pages = 0;
@@ -140,6 +230,15 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
     expect(await s.listMessages("ws2")).toEqual([]);
   });
 
+  test("a workspace's stored calendar: {} until set, replaced whole, only its own", async () => {
+    expect(await s.getCalendar("cal-a")).toEqual({});
+    await s.setCalendar("cal-a", { locale: "GB", holidays: ["2027-01-04"] });
+    expect(await s.getCalendar("cal-a")).toEqual({ locale: "GB", holidays: ["2027-01-04"] });
+    await s.setCalendar("cal-a", { workdays: [1, 2, 3] });
+    expect(await s.getCalendar("cal-a")).toEqual({ workdays: [1, 2, 3] });
+    expect(await s.getCalendar("cal-b")).toEqual({});
+  });
+
   test("isolation: every method given another workspace's ids reads, changes and deletes nothing", async () => {
     // workspace A's data: a table, records under a write key, a message under a key
     const tA = await s.createTable("wsA", { name: "Secrets", fields: [{ name: "title", type: "text" }] });
@@ -161,7 +260,9 @@ describe.each(stores)("TableStore on $name", ({ open }) => {
     expect(await s.getTable("wsC", "Secrets")).toBeUndefined();
     expect((await s.listTables("wsC")).tables.map((t) => t.id)).not.toContain(tA.id);
     expect(await s.listRecords("wsC", tA.id)).toBeUndefined();
-    await expect(s.createRecords("wsC", tA.id, [{ title: "planted" }], "runC:create")).rejects.toMatchObject({ code: "TABLE_NOT_FOUND" });
+    await expect(s.createRecords("wsC", tA.id, [{ title: "planted" }], "runC:create")).rejects.toMatchObject({
+      code: "TABLE_NOT_FOUND",
+    });
     expect(await s.findWrite("wsC", "runA:create")).toBeUndefined();
     expect(await s.deleteWrite("wsC", "runA:create")).toBe(0);
     expect(await s.deleteRecords("wsC", tA.id, ids)).toBe(0);
@@ -206,7 +307,13 @@ describe.each(stores)("TableStore bounds on $name", ({ open }) => {
   let o: Opened;
   let s: TableStore;
   beforeAll(async () => {
-    o = await open({ tablesPerWorkspace: 3, recordsPerWorkspace: 5, fieldsPerTable: 4, tableDefinitionBytes: 400, writeBytes: 200 });
+    o = await open({
+      tablesPerWorkspace: 3,
+      recordsPerWorkspace: 5,
+      fieldsPerTable: 4,
+      tableDefinitionBytes: 400,
+      writeBytes: 200,
+    });
     s = o.store;
   });
   afterAll(() => o?.close());
@@ -216,7 +323,10 @@ describe.each(stores)("TableStore bounds on $name", ({ open }) => {
     await s.ensureWorkspace("q1");
     await s.createTable("q1", { name: "A", fields });
     await s.createTable("q1", { name: "B", fields });
-    await expect(s.createTable("q1", { name: "C", fields })).rejects.toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "tables", limit: 3 } });
+    await expect(s.createTable("q1", { name: "C", fields })).rejects.toMatchObject({
+      code: "QUOTA_EXCEEDED",
+      details: { quota: "tables", limit: 3 },
+    });
     // concurrent creates cannot pass the quota together
     const r = await Promise.allSettled([1, 2, 3, 4].map((i) => s.createTable("q2", { name: `T${i}`, fields })));
     expect(r.filter((x) => x.status === "fulfilled")).toHaveLength(3);
@@ -228,7 +338,9 @@ describe.each(stores)("TableStore bounds on $name", ({ open }) => {
     const a = await s.createTable("r1", { name: "A", fields });
     const b = await s.createTable("r1", { name: "B", fields });
     await s.createRecords("r1", a.id, [{ title: "1" }, { title: "2" }, { title: "3" }], "k1");
-    await expect(s.createRecords("r1", b.id, [{ title: "4" }, { title: "5" }, { title: "6" }], "k2")).rejects.toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "records", limit: 5, have: 3, adding: 3 } });
+    await expect(
+      s.createRecords("r1", b.id, [{ title: "4" }, { title: "5" }, { title: "6" }], "k2"),
+    ).rejects.toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "records", limit: 5, have: 3, adding: 3 } });
     expect(await s.findWrite("r1", "k2")).toBeUndefined();
     expect((await s.createRecords("r1", b.id, [{ title: "4" }, { title: "5" }], "k2")).created).toBe(true);
     // deleting frees quota
@@ -238,12 +350,26 @@ describe.each(stores)("TableStore bounds on $name", ({ open }) => {
 
   test("field count, definition bytes and write bytes are bounded: VALUE_TOO_LARGE naming the field", async () => {
     const many = Array.from({ length: 5 }, (_, i) => ({ name: `f${i}`, type: "text" as const }));
-    await expect(s.createTable("b1", { name: "Wide", fields: many })).rejects.toMatchObject({ code: "VALUE_TOO_LARGE", message: "fields: a table has at most 4 fields, got 5" });
-    const big = [{ name: "s", type: "select" as const, options: Array.from({ length: 20 }, (_, i) => `option-${i}-${"x".repeat(20)}`) }];
-    await expect(s.createTable("b1", { name: "Big", fields: big })).rejects.toMatchObject({ code: "VALUE_TOO_LARGE", details: { field: "fields", limit: 400 } });
+    await expect(s.createTable("b1", { name: "Wide", fields: many })).rejects.toMatchObject({
+      code: "VALUE_TOO_LARGE",
+      message: "fields: a table has at most 4 fields, got 5",
+    });
+    const big = [
+      {
+        name: "s",
+        type: "select" as const,
+        options: Array.from({ length: 20 }, (_, i) => `option-${i}-${"x".repeat(20)}`),
+      },
+    ];
+    await expect(s.createTable("b1", { name: "Big", fields: big })).rejects.toMatchObject({
+      code: "VALUE_TOO_LARGE",
+      details: { field: "fields", limit: 400 },
+    });
     const t = await s.createTable("b1", { name: "Ok", fields });
     // two records, few by count, over the byte bound
-    await expect(s.createRecords("b1", t.id, [{ title: "x".repeat(120) }, { title: "y".repeat(120) }], "big")).rejects.toMatchObject({ code: "VALUE_TOO_LARGE", details: { field: "records", limit: 200 } });
+    await expect(
+      s.createRecords("b1", t.id, [{ title: "x".repeat(120) }, { title: "y".repeat(120) }], "big"),
+    ).rejects.toMatchObject({ code: "VALUE_TOO_LARGE", details: { field: "records", limit: 200 } });
     expect((await s.listRecords("b1", t.id))!.records).toEqual([]);
   });
 });

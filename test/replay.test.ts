@@ -43,8 +43,18 @@ describe("replay of the scheduler node", () => {
           // resolve in declaration order, so y is launched before w
           { stepId: "x", skillName: "test.timed", arguments: { name: "x", round1Ms: 60, round2Ms: 0 } },
           { stepId: "z", skillName: "test.timed", arguments: { name: "z", round1Ms: 0, round2Ms: 0 } },
-          { stepId: "y", skillName: "test.timed", dependsOn: ["x"], arguments: { name: "y", round1Ms: 0, round2Ms: 0 } },
-          { stepId: "w", skillName: "test.timed", dependsOn: ["z"], arguments: { name: "w", round1Ms: 0, round2Ms: 0 } },
+          {
+            stepId: "y",
+            skillName: "test.timed",
+            dependsOn: ["x"],
+            arguments: { name: "y", round1Ms: 0, round2Ms: 0 },
+          },
+          {
+            stepId: "w",
+            skillName: "test.timed",
+            dependsOn: ["z"],
+            arguments: { name: "w", round1Ms: 0, round2Ms: 0 },
+          },
           { stepId: "slow", skillName: "core.wait", arguments: { ms: 300, value: "slow-done" } },
         ],
       },
@@ -59,7 +69,9 @@ describe("replay of the scheduler node", () => {
     const stream = await graph.stream(input as never, { ...config, streamMode: ["custom"], signal: ctl.signal });
     await expect(
       (async () => {
-        for await (const [, chunk] of stream as AsyncIterable<[string, { "toolchain.event": { type: string; stepId?: string } }]>) {
+        for await (const [, chunk] of stream as AsyncIterable<
+          [string, { "toolchain.event": { type: string; stepId?: string } }]
+        >) {
           const e = chunk["toolchain.event"];
           if (e.type === "step_completed") seen.push(e.stepId!);
           if (e.type === "step_completed" && e.stepId === "y") ctl.abort(new Error("simulated crash"));

@@ -16,7 +16,12 @@ describe("the runtime called from inside a LangGraph node", () => {
     const outerSaver = new MemorySaver();
     const outer = new StateGraph(State)
       .addNode("start_chain", async () => {
-        const view = await runtime.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 }, requireConfirmation: true }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } } }] }).result;
+        const view = await runtime.run({
+          steps: [
+            { stepId: "a", skillName: "core.pass", arguments: { value: 1 }, requireConfirmation: true },
+            { stepId: "b", skillName: "core.pass", dependsOn: ["a"], arguments: { value: { $ref: "steps.a" } } },
+          ],
+        }).result;
         return { runId: view.runId, status: view.status };
       })
       .addNode("confirm_chain", async (s: typeof State.State) => {
@@ -29,14 +34,16 @@ describe("the runtime called from inside a LangGraph node", () => {
       .compile({ checkpointer: outerSaver });
     const config = { configurable: { thread_id: "outer-1" } };
     const custom: unknown[] = [];
-    for await (const [mode, chunk] of await outer.stream({}, { ...config, streamMode: ["custom", "values"] })) if (mode === "custom") custom.push(chunk);
+    for await (const [mode, chunk] of await outer.stream({}, { ...config, streamMode: ["custom", "values"] }))
+      if (mode === "custom") custom.push(chunk);
     const final = (await outer.getState(config)).values;
     expect(final.status).toBe("completed");
     expect((await runtime.getRun(final.runId)).steps.map((s) => s.status)).toEqual(["completed", "completed"]);
     expect(custom.filter(isTaggedEvent)).toEqual([]);
     // the caller's thread holds only its own checkpoints (no namespaces of the run's graph)
     const namespaces = new Set<string>();
-    for await (const c of outerSaver.list({ configurable: { thread_id: "outer-1" } })) namespaces.add(String(c.config.configurable?.checkpoint_ns ?? ""));
+    for await (const c of outerSaver.list({ configurable: { thread_id: "outer-1" } }))
+      namespaces.add(String(c.config.configurable?.checkpoint_ns ?? ""));
     expect([...namespaces]).toEqual([""]);
     // and the run's own thread has its checkpoints
     expect((await runtime.events(final.runId)).map((e) => e.type)).toContain("run_completed");

@@ -31,8 +31,18 @@ describe.runIf(serverUrl)("two worker processes on one server Postgres", () => {
       const { runId } = await api.runtime.submit({
         steps: [
           { stepId: "one", skillName: "test.db_effect_rec", arguments: { label: `r${i}-one`, ms: 40 } },
-          { stepId: "two", skillName: "test.db_effect_rec", dependsOn: ["one"], arguments: { label: `r${i}-two`, ms: 40 } },
-          { stepId: "three", skillName: "test.db_effect_rec", dependsOn: ["two"], arguments: { label: `r${i}-three`, ms: 40 } },
+          {
+            stepId: "two",
+            skillName: "test.db_effect_rec",
+            dependsOn: ["one"],
+            arguments: { label: `r${i}-two`, ms: 40 },
+          },
+          {
+            stepId: "three",
+            skillName: "test.db_effect_rec",
+            dependsOn: ["two"],
+            arguments: { label: `r${i}-three`, ms: 40 },
+          },
         ],
       });
       runIds.push(runId);
@@ -45,24 +55,40 @@ describe.runIf(serverUrl)("two worker processes on one server Postgres", () => {
     await Promise.all([w1.waitFor((l) => "worker" in l), w2.waitFor((l) => "worker" in l)]);
     const pid1 = w1.proc.pid!;
 
-    const completed = async () => Number((await api.db.pool.query(`SELECT count(*) FROM "${st!.schema}".tool_chain_runs WHERE status = 'completed'`)).rows[0].count);
+    const completed = async () =>
+      Number(
+        (await api.db.pool.query(`SELECT count(*) FROM "${st!.schema}".tool_chain_runs WHERE status = 'completed'`))
+          .rows[0].count,
+      );
     // kill worker 1 once it has done real work and runs are still pending
-    await waitFor(async () => Number((await api.db.pool.query(`SELECT count(*) FROM ${effects} WHERE pid = $1`, [pid1])).rows[0].count) >= 10, {
-      timeoutMs: 60_000,
-      intervalMs: 20,
-      what: "worker 1 recorded 10 effects",
-    });
+    await waitFor(
+      async () =>
+        Number((await api.db.pool.query(`SELECT count(*) FROM ${effects} WHERE pid = $1`, [pid1])).rows[0].count) >= 10,
+      {
+        timeoutMs: 60_000,
+        intervalMs: 20,
+        what: "worker 1 recorded 10 effects",
+      },
+    );
     w1.proc.kill("SIGKILL");
     await w1.exited;
     const killedAt = Date.now();
     expect(await completed()).toBeLessThan(50);
 
-    await waitFor(async () => (await completed()) === 50, { timeoutMs: 90_000, intervalMs: 100, what: "all 50 runs completed by the survivor" });
-    const { rows: statuses } = await api.db.pool.query(`SELECT status, count(*)::int AS n FROM "${st!.schema}".tool_chain_runs GROUP BY status`);
+    await waitFor(async () => (await completed()) === 50, {
+      timeoutMs: 90_000,
+      intervalMs: 100,
+      what: "all 50 runs completed by the survivor",
+    });
+    const { rows: statuses } = await api.db.pool.query(
+      `SELECT status, count(*)::int AS n FROM "${st!.schema}".tool_chain_runs GROUP BY status`,
+    );
     expect(statuses).toEqual([{ status: "completed", n: 50 }]);
 
     // every effect exactly once
-    const { rows: fx } = await api.db.pool.query(`SELECT key, label, pid, started_at, finished_at FROM ${effects} ORDER BY id`);
+    const { rows: fx } = await api.db.pool.query(
+      `SELECT key, label, pid, started_at, finished_at FROM ${effects} ORDER BY id`,
+    );
     const perLabel = new Map<string, number>();
     for (const e of fx) perLabel.set(e.label, (perLabel.get(e.label) ?? 0) + 1);
     expect(perLabel.size).toBe(150);

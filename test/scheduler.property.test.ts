@@ -6,7 +6,13 @@
  */
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect, it } from "vitest";
-import { Scheduler, type Claims, type RestoredStatus, type SchedNode, type SchedState } from "../src/kernel/scheduler.js";
+import {
+  Scheduler,
+  type Claims,
+  type RestoredStatus,
+  type SchedNode,
+  type SchedState,
+} from "../src/kernel/scheduler.js";
 import type { FailurePolicy } from "../src/plan/schema.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -64,10 +70,20 @@ const serialArb = fc.oneof(
   { arbitrary: fc.constant<string[]>([]), weight: 3 },
   { arbitrary: fc.uniqueArray(fc.constantFrom("k0", "k1", "k2"), { minLength: 1, maxLength: 2 }), weight: 2 },
 );
-const resArb = fc.oneof({ arbitrary: fc.constant(null), weight: 3 }, { arbitrary: fc.integer({ min: 0, max: 1 }), weight: 2 });
+const resArb = fc.oneof(
+  { arbitrary: fc.constant(null), weight: 3 },
+  { arbitrary: fc.integer({ min: 0, max: 1 }), weight: 2 },
+);
 const confirmArb: fc.Arbitrary<Confirm | null> = fc.oneof(
   { arbitrary: fc.constant(null), weight: 7 },
-  { arbitrary: fc.record({ preview: fc.integer({ min: 1, max: 4 }), wait: fc.integer({ min: 1, max: 12 }), approve: fc.boolean() }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      preview: fc.integer({ min: 1, max: 4 }),
+      wait: fc.integer({ min: 1, max: 12 }),
+      approve: fc.boolean(),
+    }),
+    weight: 1,
+  },
 );
 
 function scenarioArb(opts: ScenarioOpts = {}): fc.Arbitrary<Scenario> {
@@ -76,29 +92,33 @@ function scenarioArb(opts: ScenarioOpts = {}): fc.Arbitrary<Scenario> {
     const arr = <T>(a: fc.Arbitrary<T>) => fc.array(a, { minLength: n, maxLength: n });
     const deps = fc.tuple(
       ...Array.from({ length: n }, (_, j) =>
-        j === 0 ? fc.constant<number[]>([]) : fc.uniqueArray(fc.integer({ min: 0, max: j - 1 }), { maxLength: Math.min(j, 3) }),
+        j === 0
+          ? fc.constant<number[]>([])
+          : fc.uniqueArray(fc.integer({ min: 0, max: j - 1 }), { maxLength: Math.min(j, 3) }),
       ),
     );
-    return fc.record({
-      n: fc.constant(n),
-      deps,
-      declKeys: arr(fc.nat()),
-      dur: arr(fc.integer({ min: 1, max: 9 })),
-      maxConcurrency: opts.maxConcurrency ?? anyConcurrency,
-      serial: arr(serialArb),
-      res: arr(resArb),
-      resLimits: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 2, maxLength: 2 }),
-      policy: arr(policyArb),
-      failRate: opts.failures === false ? fc.constant(0) : fc.constantFrom(0, 5, 15, 40),
-      failDice: arr(fc.integer({ min: 0, max: 99 })),
-      confirm: opts.confirm === false ? fc.constant(Array.from({ length: n }, () => null)) : arr(confirmArb),
-      topoKeys: arr(fc.nat()),
-      ignoresAbort: arr(fc.boolean()),
-    }).map(({ declKeys, failRate, failDice, ...r }): Scenario => ({
-      ...r,
-      decl: Array.from({ length: n }, (_, j) => j).sort((a, b) => declKeys[a]! - declKeys[b]! || a - b),
-      fails: failDice.map((d) => d < failRate),
-    }));
+    return fc
+      .record({
+        n: fc.constant(n),
+        deps,
+        declKeys: arr(fc.nat()),
+        dur: arr(fc.integer({ min: 1, max: 9 })),
+        maxConcurrency: opts.maxConcurrency ?? anyConcurrency,
+        serial: arr(serialArb),
+        res: arr(resArb),
+        resLimits: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 2, maxLength: 2 }),
+        policy: arr(policyArb),
+        failRate: opts.failures === false ? fc.constant(0) : fc.constantFrom(0, 5, 15, 40),
+        failDice: arr(fc.integer({ min: 0, max: 99 })),
+        confirm: opts.confirm === false ? fc.constant(Array.from({ length: n }, () => null)) : arr(confirmArb),
+        topoKeys: arr(fc.nat()),
+        ignoresAbort: arr(fc.boolean()),
+      })
+      .map(({ declKeys, failRate, failDice, ...r }): Scenario => ({
+        ...r,
+        decl: Array.from({ length: n }, (_, j) => j).sort((a, b) => declKeys[a]! - declKeys[b]! || a - b),
+        fails: failDice.map((d) => d < failRate),
+      }));
   });
 }
 
@@ -141,7 +161,9 @@ function build(s: Scenario): Built {
   }));
   const claims: Claims[] = Array.from({ length: s.n }, (_, j) => {
     const r = s.res[j];
-    return r == null ? { serialKeys: s.serial[j]! } : { serialKeys: s.serial[j]!, resource: { name: `r${r}`, limit: s.resLimits[r]! } };
+    return r == null
+      ? { serialKeys: s.serial[j]! }
+      : { serialKeys: s.serial[j]!, resource: { name: `r${r}`, limit: s.resLimits[r]! } };
   });
   const claimsOf = (id: string) => claims[jOf(id)]!;
   // a random topological order (Kahn, smallest random key first)
@@ -151,7 +173,8 @@ function build(s: Scenario): Built {
   const topo: string[] = [];
   while (avail.size) {
     let best = -1;
-    for (const j of avail) if (best < 0 || s.topoKeys[j]! < s.topoKeys[best]! || (s.topoKeys[j] === s.topoKeys[best] && j < best)) best = j;
+    for (const j of avail)
+      if (best < 0 || s.topoKeys[j]! < s.topoKeys[best]! || (s.topoKeys[j] === s.topoKeys[best] && j < best)) best = j;
     avail.delete(best);
     topo.push(idOf(best));
     for (const k of successors[best]!) if (--indeg[k]! === 0) avail.add(k);
@@ -231,7 +254,10 @@ function simulate(scn: Scenario, hooks: Hooks = {}): Sim {
     // what the real driver does on fail_fast: halt, then cancel everything still running
     for (const id of sched.halt()) {
       const j = jOf(id);
-      check(sim.model[j] === "waiting" || sim.model[j] === "parked", () => `halt() cancelled ${id} which is ${sim.model[j]}`);
+      check(
+        sim.model[j] === "waiting" || sim.model[j] === "parked",
+        () => `halt() cancelled ${id} which is ${sim.model[j]}`,
+      );
       sim.parked.delete(j);
       finish(j, "cancelled");
     }
@@ -252,8 +278,12 @@ function simulate(scn: Scenario, hooks: Hooks = {}): Sim {
       check(sched.status(id) === "skipped", () => `fail() reported ${id} skipped but it is ${sched.status(id)}`);
       finish(k, "skipped");
     }
-    for (const id of r.released) check(sched.status(id) === "ready", () => `fail() released ${id} but it is ${sched.status(id)}`);
-    check(r.halted === (scn.policy[j] === "fail_fast"), () => `fail(${idOf(j)}) halted=${r.halted} with policy ${scn.policy[j]}`);
+    for (const id of r.released)
+      check(sched.status(id) === "ready", () => `fail() released ${id} but it is ${sched.status(id)}`);
+    check(
+      r.halted === (scn.policy[j] === "fail_fast"),
+      () => `fail(${idOf(j)}) halted=${r.halted} with policy ${scn.policy[j]}`,
+    );
     if (r.halted && !sim.failFastHit) {
       sim.failFastHit = true;
       doHalt();
@@ -281,8 +311,11 @@ function simulate(scn: Scenario, hooks: Hooks = {}): Sim {
 
     // the next event: earliest end of a run or human decision (ties: runs first, then lowest index)
     let next: { j: number; at: number; kind: "run" | "decision" } | undefined;
-    for (const [j, at] of sim.running) if (!next || at < next.at || (at === next.at && j < next.j)) next = { j, at, kind: "run" };
-    for (const [j, at] of sim.parked) if (!next || at < next.at || (at === next.at && next.kind === "decision" && j < next.j)) next = { j, at, kind: "decision" };
+    for (const [j, at] of sim.running)
+      if (!next || at < next.at || (at === next.at && j < next.j)) next = { j, at, kind: "run" };
+    for (const [j, at] of sim.parked)
+      if (!next || at < next.at || (at === next.at && next.kind === "decision" && j < next.j))
+        next = { j, at, kind: "decision" };
     check(next !== undefined, () => "no next event");
     check(next.at >= sim.t, () => "time went backwards");
     sim.t = next.at;
@@ -338,7 +371,8 @@ function claimsFree(sim: Sim, id: string): boolean {
   return true;
 }
 const cap = (s: Scenario) => s.maxConcurrency ?? Number.POSITIVE_INFINITY;
-const better = (b: Built, x: number, y: number) => b.priority[x]! > b.priority[y]! || (b.priority[x] === b.priority[y] && b.declIndex[x]! < b.declIndex[y]!);
+const better = (b: Built, x: number, y: number) =>
+  b.priority[x]! > b.priority[y]! || (b.priority[x] === b.priority[y] && b.declIndex[x]! < b.declIndex[y]!);
 
 const RUNS = { numRuns: 150 };
 
@@ -346,29 +380,38 @@ const RUNS = { numRuns: 150 };
 // properties
 
 describe("Scheduler (property-based simulation)", () => {
-  test.prop([scenarioArb()], RUNS)("1. a step never starts before all its dependencies finished (completed, or failed with `continue`)", (scn) => {
-    simulate(scn, {
-      afterStart(sim, started) {
-        for (const j of started) {
-          for (const d of scn.deps[j]!) {
-            const st = sim.sched.status(idOf(d));
-            check(
-              st === "completed" || (st === "failed" && scn.policy[d] === "continue"),
-              () => `${idOf(j)} started at ${sim.t} while its dependency ${idOf(d)} is ${st} (${scn.policy[d]})`,
-            );
-            check(satisfied(sim, d), () => `${idOf(j)} started while ${idOf(d)} is ${sim.model[d]}`);
-            check(sim.endTime[d]! <= sim.t, () => `${idOf(j)} started at ${sim.t} before ${idOf(d)} ended at ${sim.endTime[d]}`);
+  test.prop([scenarioArb()], RUNS)(
+    "1. a step never starts before all its dependencies finished (completed, or failed with `continue`)",
+    (scn) => {
+      simulate(scn, {
+        afterStart(sim, started) {
+          for (const j of started) {
+            for (const d of scn.deps[j]!) {
+              const st = sim.sched.status(idOf(d));
+              check(
+                st === "completed" || (st === "failed" && scn.policy[d] === "continue"),
+                () => `${idOf(j)} started at ${sim.t} while its dependency ${idOf(d)} is ${st} (${scn.policy[d]})`,
+              );
+              check(satisfied(sim, d), () => `${idOf(j)} started while ${idOf(d)} is ${sim.model[d]}`);
+              check(
+                sim.endTime[d]! <= sim.t,
+                () => `${idOf(j)} started at ${sim.t} before ${idOf(d)} ended at ${sim.endTime[d]}`,
+              );
+            }
           }
-        }
-      },
-    });
-  });
+        },
+      });
+    },
+  );
 
   test.prop([scenarioArb()], RUNS)("2. limits: maxConcurrency, resource limits, serial keys never overlap", (scn) => {
     const sim = simulate(scn, {
       afterStart(sim) {
         const running = [...sim.running.keys()];
-        check(sim.sched.running === running.length, () => `scheduler reports ${sim.sched.running} running, simulation ${running.length}`);
+        check(
+          sim.sched.running === running.length,
+          () => `scheduler reports ${sim.sched.running} running, simulation ${running.length}`,
+        );
         check(running.length <= cap(scn), () => `${running.length} running > maxConcurrency ${scn.maxConcurrency}`);
         const use = new Map<string, number>();
         const keys = new Map<string, number>();
@@ -377,7 +420,10 @@ describe("Scheduler (property-based simulation)", () => {
           if (c.resource) {
             const u = (use.get(c.resource.name) ?? 0) + 1;
             use.set(c.resource.name, u);
-            check(u <= c.resource.limit, () => `resource ${c.resource!.name} used ${u} times > limit ${c.resource!.limit}`);
+            check(
+              u <= c.resource.limit,
+              () => `resource ${c.resource!.name} used ${u} times > limit ${c.resource!.limit}`,
+            );
           }
           for (const k of c.serialKeys ?? []) {
             check(!keys.has(k), () => `serial key ${k} held by ${idOf(keys.get(k)!)} and ${idOf(j)} at once`);
@@ -392,7 +438,10 @@ describe("Scheduler (property-based simulation)", () => {
         if (!scn.serial[a]!.some((k) => scn.serial[c]!.includes(k))) continue;
         for (const [s1, e1] of sim.intervals[a]!) {
           for (const [s2, e2] of sim.intervals[c]!) {
-            check(!(s1 < e2 && s2 < e1), () => `${idOf(a)} [${s1},${e1}) overlaps ${idOf(c)} [${s2},${e2}) sharing a serial key`);
+            check(
+              !(s1 < e2 && s2 < e1),
+              () => `${idOf(a)} [${s1},${e1}) overlaps ${idOf(c)} [${s2},${e2}) sharing a serial key`,
+            );
           }
         }
       }
@@ -414,108 +463,152 @@ describe("Scheduler (property-based simulation)", () => {
     expect(sched.halted).toBe(sim.failFastHit);
   });
 
-  test.prop([scenarioArb()], RUNS)("4. skipped exactly when a transitive dependency failed with skip_dependents; outcomes match the failures", (scn) => {
-    const sim = simulate(scn);
-    const { sched, b } = sim;
-    const anyFailure = scn.fails.some(Boolean) || scn.confirm.some((c) => c !== null && !c.approve);
-    for (let j = 0; j < scn.n; j++) {
-      const st = sched.status(idOf(j));
-      const cause = [...b.ancestors[j]!].find((a) => sched.status(idOf(a)) === "failed" && scn.policy[a] === "skip_dependents");
-      check(st !== "skipped" || cause !== undefined, () => `${idOf(j)} is skipped but no ancestor failed with skip_dependents`);
-      // the converse; a failure after a fail_fast halt finds its dependents already cancelled
-      if (cause !== undefined) check(st === "skipped" || (st === "cancelled" && sim.failFastHit), () => `${idOf(j)} is ${st} though ${idOf(cause)} failed with skip_dependents`);
-      if (st === "skipped") check(sim.intervals[j]!.length === 0, () => `skipped ${idOf(j)} had run`);
-      if (st === "failed") check(scn.fails[j]! || sim.rejected[j]!, () => `${idOf(j)} failed but was not meant to`);
-      if (st === "completed") check(!scn.fails[j] && !sim.rejected[j], () => `${idOf(j)} completed but was meant to fail`);
-      if (st === "cancelled") check(sim.failFastHit, () => `${idOf(j)} cancelled without fail_fast`);
-      if (!anyFailure) check(st === "completed", () => `no failures, yet ${idOf(j)} is ${st}`);
-    }
-  });
+  test.prop([scenarioArb()], RUNS)(
+    "4. skipped exactly when a transitive dependency failed with skip_dependents; outcomes match the failures",
+    (scn) => {
+      const sim = simulate(scn);
+      const { sched, b } = sim;
+      const anyFailure = scn.fails.some(Boolean) || scn.confirm.some((c) => c !== null && !c.approve);
+      for (let j = 0; j < scn.n; j++) {
+        const st = sched.status(idOf(j));
+        const cause = [...b.ancestors[j]!].find(
+          (a) => sched.status(idOf(a)) === "failed" && scn.policy[a] === "skip_dependents",
+        );
+        check(
+          st !== "skipped" || cause !== undefined,
+          () => `${idOf(j)} is skipped but no ancestor failed with skip_dependents`,
+        );
+        // the converse; a failure after a fail_fast halt finds its dependents already cancelled
+        if (cause !== undefined)
+          check(
+            st === "skipped" || (st === "cancelled" && sim.failFastHit),
+            () => `${idOf(j)} is ${st} though ${idOf(cause)} failed with skip_dependents`,
+          );
+        if (st === "skipped") check(sim.intervals[j]!.length === 0, () => `skipped ${idOf(j)} had run`);
+        if (st === "failed") check(scn.fails[j]! || sim.rejected[j]!, () => `${idOf(j)} failed but was not meant to`);
+        if (st === "completed")
+          check(!scn.fails[j] && !sim.rejected[j], () => `${idOf(j)} completed but was meant to fail`);
+        if (st === "cancelled") check(sim.failFastHit, () => `${idOf(j)} cancelled without fail_fast`);
+        if (!anyFailure) check(st === "completed", () => `no failures, yet ${idOf(j)} is ${st}`);
+      }
+    },
+  );
 
-  test.prop([scenarioArb()], RUNS)("5. work-conserving: no idle slot while a startable step waits, and no startable step is lost", (scn) => {
-    simulate(scn, {
-      afterStart(sim) {
-        const { sched } = sim;
-        if (sched.halted) return;
-        const ready = sched.idsIn("ready");
-        for (const id of ready) {
-          const j = jOf(id);
-          check(sim.model[j] === "waiting" && scn.deps[j]!.every((d) => satisfied(sim, d)), () => `${id} is ready but its dependencies are not done`);
-          if (sim.running.size < cap(scn)) {
-            check(!claimsFree(sim, id), () => `${id} is ready with free claims and ${sim.running.size}/${cap(scn)} running, but was not started`);
+  test.prop([scenarioArb()], RUNS)(
+    "5. work-conserving: no idle slot while a startable step waits, and no startable step is lost",
+    (scn) => {
+      simulate(scn, {
+        afterStart(sim) {
+          const { sched } = sim;
+          if (sched.halted) return;
+          const ready = sched.idsIn("ready");
+          for (const id of ready) {
+            const j = jOf(id);
+            check(
+              sim.model[j] === "waiting" && scn.deps[j]!.every((d) => satisfied(sim, d)),
+              () => `${id} is ready but its dependencies are not done`,
+            );
+            if (sim.running.size < cap(scn)) {
+              check(
+                !claimsFree(sim, id),
+                () =>
+                  `${id} is ready with free claims and ${sim.running.size}/${cap(scn)} running, but was not started`,
+              );
+            }
           }
-        }
-        // every step whose dependencies are done and that waits must be ready (not lost or blocked)
+          // every step whose dependencies are done and that waits must be ready (not lost or blocked)
+          for (let j = 0; j < scn.n; j++) {
+            if (sim.model[j] === "waiting" && scn.deps[j]!.every((d) => satisfied(sim, d))) {
+              check(sched.status(idOf(j)) === "ready", () => `${idOf(j)} could run but is ${sched.status(idOf(j))}`);
+            }
+          }
+          if (sim.running.size === 0 && sim.parked.size === 0)
+            check(ready.length === 0 && sched.idle, () => "stuck: nothing runs yet steps are ready");
+        },
+      });
+    },
+  );
+
+  test.prop([scenarioArb({ maxN: 40 })], { numRuns: 100 })(
+    "6. Scheduler.restore from a mid-run snapshot agrees with the live scheduler",
+    (scn) => {
+      const restoreCheck = (sim: Sim) => {
+        const { sched: live, b } = sim;
+        const statuses = new Map<string, RestoredStatus>();
         for (let j = 0; j < scn.n; j++) {
-          if (sim.model[j] === "waiting" && scn.deps[j]!.every((d) => satisfied(sim, d))) {
-            check(sched.status(idOf(j)) === "ready", () => `${idOf(j)} could run but is ${sched.status(idOf(j))}`);
+          const st = live.status(idOf(j));
+          if (st === "completed" || st === "failed" || st === "skipped" || st === "cancelled" || st === "parked")
+            statuses.set(idOf(j), st);
+        }
+        const restored = Scheduler.restore(b.nodes, {}, statuses, b.topo);
+        // what runs now would be ready again after a restart (it has no durable outcome yet)
+        for (let j = 0; j < scn.n; j++) {
+          const id = idOf(j);
+          const want = live.status(id) === "running" ? "ready" : live.status(id);
+          const got = restored.status(id);
+          // after a fail_fast halt a dependent of a later skip_dependents failure is cancelled live; replaying
+          // the durable outcomes in topological order may skip it instead: both mean "never runs"
+          // a step still running after the halt has no durable outcome: restored ready or blocked, it never starts
+          const benign =
+            live.halted && ((want === "cancelled" && got === "skipped") || (want === "ready" && got === "blocked"));
+          check(
+            got === want || benign,
+            () => `after ${sim.events} events: restored ${id} is ${got}, live ${live.status(id)}`,
+          );
+        }
+        expect(restored.halted).toBe(live.halted);
+        expect(restored.done).toBe(live.done);
+        const expected = live.halted ? [] : [...live.idsIn("ready"), ...live.idsIn("running")];
+        const got = restored.start();
+        expect([...got].sort()).toEqual([...expected].sort());
+        // the restored heap keeps critical-path order too
+        const one = Scheduler.restore(b.nodes, { maxConcurrency: 1 }, statuses, b.topo).start();
+        if (expected.length === 0) expect(one).toEqual([]);
+        else {
+          const best = expected.map(jOf).reduce((x, y) => (better(b, y, x) ? y : x));
+          expect(one).toEqual([idOf(best)]);
+        }
+      };
+      simulate(scn, {
+        afterEvent: restoreCheck,
+        beforeStart(sim) {
+          if (sim.events === 0 && sim.t === 0 && sim.running.size === 0) restoreCheck(sim);
+        },
+      });
+    },
+  );
+
+  test.prop([scenarioArb({ maxConcurrency: fc.constant(1) })], RUNS)(
+    "7. critical-path priority: with maxConcurrency 1 the highest-priority ready step starts (ties: declaration order)",
+    (scn) => {
+      let readyBefore: number[] = [];
+      simulate(scn, {
+        beforeStart(sim) {
+          readyBefore = sim.sched.idsIn("ready").map(jOf);
+        },
+        afterStart(sim, started) {
+          check(started.length <= 1, () => `started ${started.length} with maxConcurrency 1`);
+          if (started.length === 0) {
+            check(
+              readyBefore.length === 0 || sim.running.size > 0 || sim.sched.halted,
+              () => "nothing started while idle with ready steps",
+            );
+            return;
           }
-        }
-        if (sim.running.size === 0 && sim.parked.size === 0) check(ready.length === 0 && sched.idle, () => "stuck: nothing runs yet steps are ready");
-      },
-    });
-  });
+          const best = readyBefore.reduce((x, y) => (better(sim.b, y, x) ? y : x));
+          check(
+            started[0] === best,
+            () =>
+              `started ${idOf(started[0]!)} (p=${sim.b.priority[started[0]!]}) but ${idOf(best)} (p=${sim.b.priority[best]}) was ready`,
+          );
+        },
+      });
+    },
+  );
 
-  test.prop([scenarioArb({ maxN: 40 })], { numRuns: 100 })("6. Scheduler.restore from a mid-run snapshot agrees with the live scheduler", (scn) => {
-    const restoreCheck = (sim: Sim) => {
-      const { sched: live, b } = sim;
-      const statuses = new Map<string, RestoredStatus>();
-      for (let j = 0; j < scn.n; j++) {
-        const st = live.status(idOf(j));
-        if (st === "completed" || st === "failed" || st === "skipped" || st === "cancelled" || st === "parked") statuses.set(idOf(j), st);
-      }
-      const restored = Scheduler.restore(b.nodes, {}, statuses, b.topo);
-      // what runs now would be ready again after a restart (it has no durable outcome yet)
-      for (let j = 0; j < scn.n; j++) {
-        const id = idOf(j);
-        const want = live.status(id) === "running" ? "ready" : live.status(id);
-        const got = restored.status(id);
-        // after a fail_fast halt a dependent of a later skip_dependents failure is cancelled live; replaying
-        // the durable outcomes in topological order may skip it instead: both mean "never runs"
-        // a step still running after the halt has no durable outcome: restored ready or blocked, it never starts
-        const benign = live.halted && ((want === "cancelled" && got === "skipped") || (want === "ready" && got === "blocked"));
-        check(got === want || benign, () => `after ${sim.events} events: restored ${id} is ${got}, live ${live.status(id)}`);
-      }
-      expect(restored.halted).toBe(live.halted);
-      expect(restored.done).toBe(live.done);
-      const expected = live.halted ? [] : [...live.idsIn("ready"), ...live.idsIn("running")];
-      const got = restored.start();
-      expect([...got].sort()).toEqual([...expected].sort());
-      // the restored heap keeps critical-path order too
-      const one = Scheduler.restore(b.nodes, { maxConcurrency: 1 }, statuses, b.topo).start();
-      if (expected.length === 0) expect(one).toEqual([]);
-      else {
-        const best = expected.map(jOf).reduce((x, y) => (better(b, y, x) ? y : x));
-        expect(one).toEqual([idOf(best)]);
-      }
-    };
-    simulate(scn, {
-      afterEvent: restoreCheck,
-      beforeStart(sim) {
-        if (sim.events === 0 && sim.t === 0 && sim.running.size === 0) restoreCheck(sim);
-      },
-    });
-  });
-
-  test.prop([scenarioArb({ maxConcurrency: fc.constant(1) })], RUNS)("7. critical-path priority: with maxConcurrency 1 the highest-priority ready step starts (ties: declaration order)", (scn) => {
-    let readyBefore: number[] = [];
-    simulate(scn, {
-      beforeStart(sim) {
-        readyBefore = sim.sched.idsIn("ready").map(jOf);
-      },
-      afterStart(sim, started) {
-        check(started.length <= 1, () => `started ${started.length} with maxConcurrency 1`);
-        if (started.length === 0) {
-          check(readyBefore.length === 0 || sim.running.size > 0 || sim.sched.halted, () => "nothing started while idle with ready steps");
-          return;
-        }
-        const best = readyBefore.reduce((x, y) => (better(sim.b, y, x) ? y : x));
-        check(started[0] === best, () => `started ${idOf(started[0]!)} (p=${sim.b.priority[started[0]!]}) but ${idOf(best)} (p=${sim.b.priority[best]}) was ready`);
-      },
-    });
-  });
-
-  test.prop([scenarioArb({ failures: false, confirm: false, maxConcurrency: fc.constant(undefined) })], { numRuns: 100 })(
+  test.prop([scenarioArb({ failures: false, confirm: false, maxConcurrency: fc.constant(undefined) })], {
+    numRuns: 100,
+  })(
     "no failures, unlimited concurrency, no claims conflicts aside: every step completes and starts as soon as its dependencies end",
     (scn) => {
       const noClaims: Scenario = { ...scn, serial: scn.serial.map(() => []), res: scn.res.map(() => null) };
@@ -545,7 +638,14 @@ function mk(spec: Record<string, { deps?: string[]; priority?: number; onFailure
 
 describe("Scheduler (examples)", () => {
   it("diamond: a, then b and c (higher priority first), then d", () => {
-    const s = new Scheduler(mk({ a: { priority: 4 }, b: { deps: ["a"], priority: 2 }, c: { deps: ["a"], priority: 3 }, d: { deps: ["b", "c"] } }));
+    const s = new Scheduler(
+      mk({
+        a: { priority: 4 },
+        b: { deps: ["a"], priority: 2 },
+        c: { deps: ["a"], priority: 3 },
+        d: { deps: ["b", "c"] },
+      }),
+    );
     expect(s.status("a")).toBe("ready");
     expect(s.status("d")).toBe("blocked");
     expect(s.start()).toEqual(["a"]);
@@ -563,7 +663,10 @@ describe("Scheduler (examples)", () => {
   });
 
   it("fail_fast halts: nothing more starts, halt() cancels what has not started, running steps are cancelled", () => {
-    const s = new Scheduler(mk({ a: { onFailure: "fail_fast" }, b: {}, c: { deps: ["a"] }, d: { deps: ["b"] }, e: {} }), { maxConcurrency: 2 });
+    const s = new Scheduler(
+      mk({ a: { onFailure: "fail_fast" }, b: {}, c: { deps: ["a"] }, d: { deps: ["b"] }, e: {} }),
+      { maxConcurrency: 2 },
+    );
     expect(s.start()).toEqual(["a", "b"]);
     expect(s.fail("a")).toEqual({ skipped: [], released: [], halted: true });
     expect(s.halted).toBe(true);
@@ -590,7 +693,9 @@ describe("Scheduler (examples)", () => {
   });
 
   it("skip_dependents skips the transitive dependents only; continue releases them", () => {
-    const s = new Scheduler(mk({ a: {}, b: { deps: ["a"] }, c: { deps: ["b"] }, x: { onFailure: "continue" }, y: { deps: ["x"] }, z: {} }));
+    const s = new Scheduler(
+      mk({ a: {}, b: { deps: ["a"] }, c: { deps: ["b"] }, x: { onFailure: "continue" }, y: { deps: ["x"] }, z: {} }),
+    );
     expect(s.start()).toEqual(["a", "x", "z"]);
     expect(s.fail("a")).toEqual({ skipped: ["b", "c"], released: [], halted: false });
     expect(s.fail("x")).toEqual({ skipped: [], released: ["y"], halted: false });
@@ -624,7 +729,8 @@ describe("Scheduler (examples)", () => {
   it("a passed-over step (busy key or resource) stays ready and does not block others", () => {
     const s = new Scheduler(mk({ a: { priority: 3 }, b: { priority: 2 }, c: { priority: 1 }, d: {} }));
     const r = { name: "gpu", limit: 1 };
-    const claims = (id: string): Claims => (id === "a" || id === "b" ? { resource: r } : id === "c" ? { serialKeys: ["k"] } : { serialKeys: ["k"] });
+    const claims = (id: string): Claims =>
+      id === "a" || id === "b" ? { resource: r } : id === "c" ? { serialKeys: ["k"] } : { serialKeys: ["k"] };
     expect(s.start(claims)).toEqual(["a", "c"]);
     expect(s.status("b")).toBe("ready");
     expect(s.status("d")).toBe("ready");
@@ -646,13 +752,29 @@ describe("Scheduler (examples)", () => {
   it("restore re-creates the ready set, parked steps and halting", () => {
     const nodes = mk({ a: {}, b: { deps: ["a"] }, c: { deps: ["a"] }, d: { deps: ["b", "c"] }, e: {} });
     const topo = ["a", "e", "b", "c", "d"];
-    const s = Scheduler.restore(nodes, {}, new Map<string, RestoredStatus>([["a", "completed"], ["b", "parked"]]), topo);
+    const s = Scheduler.restore(
+      nodes,
+      {},
+      new Map<string, RestoredStatus>([
+        ["a", "completed"],
+        ["b", "parked"],
+      ]),
+      topo,
+    );
     expect(s.status("b")).toBe("parked");
     expect(s.running).toBe(0);
     expect(s.start()).toEqual(["c", "e"]);
     s.unpark("b");
     expect(s.start()).toEqual(["b"]);
-    const h = Scheduler.restore(nodes, {}, new Map<string, RestoredStatus>([["a", "completed"], ["b", "failed"]]), topo);
+    const h = Scheduler.restore(
+      nodes,
+      {},
+      new Map<string, RestoredStatus>([
+        ["a", "completed"],
+        ["b", "failed"],
+      ]),
+      topo,
+    );
     expect(h.status("d")).toBe("skipped");
     expect(h.start()).toEqual(["c", "e"]);
   });

@@ -10,7 +10,10 @@ import { freshSchema, serverUrl } from "./helpers/backends.js";
 
 describe.skipIf(serverUrl)("shared in-memory PGlite (tests only)", () => {
   test("two opens: one instance, own schemas; concurrent transactions queue instead of interleaving; close drops the schema", async () => {
-    const [a, b] = await Promise.all([openDatabase({ schema: freshSchema() }), openDatabase({ schema: freshSchema() })]);
+    const [a, b] = await Promise.all([
+      openDatabase({ schema: freshSchema() }),
+      openDatabase({ schema: freshSchema() }),
+    ]);
     try {
       expect(a.pool).toBe(b.pool);
       await a.pool.query(`CREATE SCHEMA "${a.schema}"; CREATE TABLE "${a.schema}".t (n int)`);
@@ -19,7 +22,9 @@ describe.skipIf(serverUrl)("shared in-memory PGlite (tests only)", () => {
       const ca = await a.pool.connect();
       await ca.query("BEGIN");
       await ca.query(`INSERT INTO "${a.schema}".t VALUES (1)`);
-      const other = b.pool.query(`SELECT count(*)::int AS n FROM "${a.schema}".t`).then((r) => (order.push("b"), r.rows[0].n));
+      const other = b.pool
+        .query(`SELECT count(*)::int AS n FROM "${a.schema}".t`)
+        .then((r) => (order.push("b"), r.rows[0].n));
       await new Promise((r) => setTimeout(r, 200));
       order.push("a-commit");
       await ca.query("ROLLBACK");

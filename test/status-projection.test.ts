@@ -20,7 +20,15 @@ const STEPS = ["a", "b"];
 function event(type: EventType, seq: number, stepId: string | undefined, status?: string): RunEvent {
   const data: Record<string, unknown> = { skillName: "core.pass", attempt: 1 };
   if (status) data.status = status;
-  return { runId: "r1", seq, type, ...(stepId ? { stepId } : {}), at: new Date(1_700_000_000_000 + seq).toISOString(), data, key: `${type}:${seq}` };
+  return {
+    runId: "r1",
+    seq,
+    type,
+    ...(stepId ? { stepId } : {}),
+    at: new Date(1_700_000_000_000 + seq).toISOString(),
+    data,
+    key: `${type}:${seq}`,
+  };
 }
 
 interface Seen {
@@ -68,15 +76,31 @@ describe("event → status: one projection", () => {
       event("step_waiting_confirmation", 3, "a"),
       event("run_waiting_confirmation", 4, undefined),
     ];
-    for (const s of Object.values(surfaces(events))) expect(s).toEqual({ run: "waiting_confirmation", steps: { a: "waiting_confirmation", b: undefined } });
-    events.push(event("step_confirmed", 5, "a"), event("step_started", 6, "a"), event("step_failed", 7, "a"), event("run_failed", 8, undefined, "rolled_back"));
-    for (const s of Object.values(surfaces(events))) expect(s).toEqual({ run: "rolled_back", steps: { a: "failed", b: undefined } });
+    for (const s of Object.values(surfaces(events)))
+      expect(s).toEqual({ run: "waiting_confirmation", steps: { a: "waiting_confirmation", b: undefined } });
+    events.push(
+      event("step_confirmed", 5, "a"),
+      event("step_started", 6, "a"),
+      event("step_failed", 7, "a"),
+      event("run_failed", 8, undefined, "rolled_back"),
+    );
+    for (const s of Object.values(surfaces(events)))
+      expect(s).toEqual({ run: "rolled_back", steps: { a: "failed", b: undefined } });
   });
 
   prop.prop([
-    fc.array(fc.record({ type: fc.constantFrom(...TYPES), step: fc.option(fc.constantFrom(...STEPS), { nil: undefined }), status: fc.option(fc.constantFrom("completed", "failed", "cancelled", "rolled_back"), { nil: undefined }) }), { maxLength: 30 }),
+    fc.array(
+      fc.record({
+        type: fc.constantFrom(...TYPES),
+        step: fc.option(fc.constantFrom(...STEPS), { nil: undefined }),
+        status: fc.option(fc.constantFrom("completed", "failed", "cancelled", "rolled_back"), { nil: undefined }),
+      }),
+      { maxLength: 30 },
+    ),
   ])("every surface agrees with the kernel on any sequence of events", (list) => {
-    const events = list.map((x, i) => event(x.type, i + 1, x.type.startsWith("step_") ? (x.step ?? "a") : undefined, x.status));
+    const events = list.map((x, i) =>
+      event(x.type, i + 1, x.type.startsWith("step_") ? (x.step ?? "a") : undefined, x.status),
+    );
     const all = surfaces(events);
     for (const [name, s] of Object.entries(all)) expect([name, s]).toEqual([name, all.kernel]);
   });

@@ -5,57 +5,20 @@
  * confirmations answered one at a time with `Command({ resume })`, a bad resume value, a forged
  * `steps` input, an invalid plan, and the QTable approval-system chain (given, and planned from a request).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { Client } from "@langchain/langgraph-sdk";
+import type { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { waitFor } from "./helpers/wait.js";
+import { startLangGraphDev, type LangGraphDev } from "./helpers/langgraph-dev.js";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-let server: ChildProcess | undefined;
-let log = "";
+let dev: LangGraphDev | undefined;
 let client: Client;
 
 beforeAll(async () => {
-  const port = await freePort();
-  server = spawn(process.execPath, ["node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs", "dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser", "--no-reload"], {
-    env: { ...process.env, LANGGRAPH_CLI_NO_ANALYTICS: "1", LANGSMITH_TRACING: "false" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // its own process group: the server's workers stop with it
-  });
-  server.stdout!.on("data", (d: Buffer) => (log += d.toString()));
-  server.stderr!.on("data", (d: Buffer) => (log += d.toString()));
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      if (server!.exitCode !== null) throw new Error(`langgraph dev exited ${server!.exitCode}:\n${log}`);
-      return (await fetch(`${base}/ok`).catch(() => undefined))?.ok;
-    },
-    { timeoutMs: 90_000, intervalMs: 250, what: "langgraph dev serving /ok" },
-  );
-  client = new Client({ apiUrl: base });
+  dev = await startLangGraphDev();
+  client = dev.client;
 }, 120_000);
 
-afterAll(() => {
-  if (server?.pid) {
-    try {
-      process.kill(-server.pid, "SIGTERM");
-    } catch {
-      /* already gone */
-    }
-  }
-});
+afterAll(() => dev?.stop());
 
 const twoConfirmations = {
   steps: [
@@ -66,7 +29,13 @@ const twoConfirmations = {
 };
 
 type Pending = { stepId: string; skillName: string; round: number; kind: string; arguments: unknown };
-type Payload = { type: string; runId: string; pending: Pending[]; resume: { shape: string; example: unknown }; resumeError?: { code: string; message: string } };
+type Payload = {
+  type: string;
+  runId: string;
+  pending: Pending[];
+  resume: { shape: string; example: unknown };
+  resumeError?: { code: string; message: string };
+};
 
 async function interruptOf(threadId: string): Promise<Payload | undefined> {
   const st = await client.threads.getState(threadId);
@@ -82,10 +51,19 @@ describe("LangGraph dev server and SDK", () => {
     const input = schemas.input_schema as { properties: Record<string, unknown> };
     expect(Object.keys(input.properties).sort()).toEqual(["context", "memory", "plan", "request", "runId"]);
     const plan = JSON.stringify(input.properties.plan);
-    for (const f of ["stepId", "skillName", "arguments", "dependsOn", "requireConfirmation", "retry", "rollback"]) expect(plan).toContain(`"${f}"`);
+    for (const f of ["stepId", "skillName", "arguments", "dependsOn", "requireConfirmation", "retry", "rollback"])
+      expect(plan).toContain(`"${f}"`);
     expect(JSON.stringify(schemas)).not.toContain(process.cwd()); // no absolute paths in $ref names
     const output = schemas.output_schema as { properties: Record<string, unknown> };
-    expect(Object.keys(output.properties).sort()).toEqual(["error", "memory", "plan", "planning", "runId", "status", "steps"]);
+    expect(Object.keys(output.properties).sort()).toEqual([
+      "error",
+      "memory",
+      "plan",
+      "planning",
+      "runId",
+      "status",
+      "steps",
+    ]);
     expect(ms).toBeLessThan(5_000); // was ~7 s when derived from the TypeScript state type
   });
 
@@ -104,14 +82,18 @@ describe("LangGraph dev server and SDK", () => {
       expect(again?.pending.map((p) => p.stepId)).toEqual(["a", "b"]);
     }
 
-    await client.runs.wait(thread.thread_id, "toolchain", { command: { resume: { decisions: { a: { decision: "approve" } } } } });
+    await client.runs.wait(thread.thread_id, "toolchain", {
+      command: { resume: { decisions: { a: { decision: "approve" } } } },
+    });
     let st = await client.threads.getState(thread.thread_id);
     const v = st.values as { steps: Record<string, { status: string; output?: unknown }>; status: string };
     expect(v.steps.a!.status).toBe("completed");
     expect(v.steps.b!.status).toBe("waiting_confirmation");
     expect((await interruptOf(thread.thread_id))?.pending.map((p) => p.stepId)).toEqual(["b"]);
 
-    const final = (await client.runs.wait(thread.thread_id, "toolchain", { command: { resume: { decisions: { b: { decision: "approve", comment: "fine" } } } } })) as Record<string, any>;
+    const final = (await client.runs.wait(thread.thread_id, "toolchain", {
+      command: { resume: { decisions: { b: { decision: "approve", comment: "fine" } } } },
+    })) as Record<string, any>;
     expect(final.status).toBe("completed");
     expect(final.steps.c.output).toBe(1);
     st = await client.threads.getState(thread.thread_id);
@@ -124,7 +106,9 @@ describe("LangGraph dev server and SDK", () => {
   test("a forged steps input fails the run before anything reaches state", async () => {
     const thread = await client.threads.create();
     await expect(
-      client.runs.wait(thread.thread_id, "toolchain", { input: { plan: twoConfirmations, steps: { a: { status: "completed", attempts: 1, output: "FORGED" } } } }),
+      client.runs.wait(thread.thread_id, "toolchain", {
+        input: { plan: twoConfirmations, steps: { a: { status: "completed", attempts: 1, output: "FORGED" } } },
+      }),
     ).rejects.toThrow(/Unrecognized key/);
     const runs = await client.runs.list(thread.thread_id);
     expect(runs.map((r) => r.status)).toEqual(["error"]);
@@ -135,13 +119,22 @@ describe("LangGraph dev server and SDK", () => {
   test("the README's approval-system chain (QTable pack) and a request planned in the graph: waits at the records, approved, records created", async () => {
     const plan = JSON.parse(readFileSync("examples/approval-system.plan.json", "utf8"));
     const context = JSON.parse(readFileSync("examples/approval-system.context.json", "utf8"));
-    for (const input of [{ plan, context }, { request: "plan an approval system, estimate the effort, build a timeline and put the tasks into the current table", context }]) {
+    for (const input of [
+      { plan, context },
+      {
+        request:
+          "plan an approval system, estimate the effort, build a timeline and put the tasks into the current table",
+        context,
+      },
+    ]) {
       const thread = await client.threads.create();
       await client.runs.wait(thread.thread_id, "toolchain", { input });
       const waiting = await interruptOf(thread.thread_id);
       const create = waiting?.pending.find((p) => p.skillName === "qtable.task.records.create");
       expect(create, JSON.stringify(waiting)).toBeDefined();
-      const final = (await client.runs.wait(thread.thread_id, "toolchain", { command: { resume: { decisions: { [create!.stepId]: { decision: "approve" } } } } })) as Record<string, any>;
+      const final = (await client.runs.wait(thread.thread_id, "toolchain", {
+        command: { resume: { decisions: { [create!.stepId]: { decision: "approve" } } } },
+      })) as Record<string, any>;
       expect(final.status).toBe("completed");
       // the second run plans the same goal into the same table: its rows are updated by key, not duplicated
       const out = final.steps[create!.stepId].output as { recordIds: string[]; updatedIds?: string[] };
@@ -150,11 +143,21 @@ describe("LangGraph dev server and SDK", () => {
   });
 
   test.each([
-    ["PLAN_CYCLE", { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: ["b"] }, { stepId: "b", skillName: "core.pass", dependsOn: ["a"] }] }],
+    [
+      "PLAN_CYCLE",
+      {
+        steps: [
+          { stepId: "a", skillName: "core.pass", dependsOn: ["b"] },
+          { stepId: "b", skillName: "core.pass", dependsOn: ["a"] },
+        ],
+      },
+    ],
     ["UNKNOWN_SKILL", { steps: [{ stepId: "a", skillName: "nope.skill" }] }],
   ])("an invalid plan (%s) ends the LangGraph run in error with its code", async (code, plan) => {
     const thread = await client.threads.create();
-    await expect(client.runs.wait(thread.thread_id, "toolchain", { input: { plan } })).rejects.toThrow(new RegExp(`${code}: `));
+    await expect(client.runs.wait(thread.thread_id, "toolchain", { input: { plan } })).rejects.toThrow(
+      new RegExp(`${code}: `),
+    );
     const runs = await client.runs.list(thread.thread_id);
     expect(runs.map((r) => r.status)).toEqual(["error"]);
   });

@@ -39,12 +39,26 @@ const skillsOf = async (url: string, key: string) => {
 describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
   test("configured keys follow the configuration; created keys are untouched", async () => {
     const base = { ...storageEnv(), PORT: "0", TOOLCHAIN_DEV_KEY: "0", TOOLCHAIN_AUTH_CACHE_MS: "0" };
-    const start = (keys: unknown[], logs: string[] = []) => startServer(configFromEnv({ ...base, TOOLCHAIN_API_KEYS: JSON.stringify(keys) }), {}, (l) => logs.push(l));
-    let srv = await start([{ workspace: "alpha", key: k1, skills: ["core.pass"] }, { workspace: "beta", key: k2 }]);
+    const start = (keys: unknown[], logs: string[] = []) =>
+      startServer(configFromEnv({ ...base, TOOLCHAIN_API_KEYS: JSON.stringify(keys) }), {}, (l) => logs.push(l));
+    let srv = await start([
+      { workspace: "alpha", key: k1, skills: ["core.pass"] },
+      { workspace: "beta", key: k2 },
+    ]);
     let created: string;
     try {
       expect(await skillsOf(srv.url, k1)).toEqual(["core.pass"]);
-      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
+      expect(await skillsOf(srv.url, k2)).toEqual([
+        "core.fail",
+        "core.pass",
+        "core.wait",
+        "qtable.gantt.generate",
+        "qtable.notify.send",
+        "qtable.table.schema.describe",
+        "qtable.task.estimate",
+        "qtable.task.records.create",
+        "qtable.task.split",
+      ]);
       await srv.access.ensureWorkspace("gamma");
       created = (await srv.access.createKey("gamma", { label: "cli" })).key;
     } finally {
@@ -56,19 +70,51 @@ describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
     try {
       expect(await skillsOf(srv.url, k2)).toBe(401);
       expect(await skillsOf(srv.url, k1)).toEqual(["core.wait"]);
-      const run = await call(srv.url, "POST", "/api/tool-chains/run", { key: k1, body: { plan: { steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 1 } }] } } });
+      const run = await call(srv.url, "POST", "/api/tool-chains/run", {
+        key: k1,
+        body: { plan: { steps: [{ stepId: "a", skillName: "core.wait", arguments: { ms: 1 } }] } },
+      });
       expect(run.status).toBe(200);
       expect((await srv.opened.runtime.store.getRow(run.body.runId))!.workspaceId).toBe("delta");
-      expect(await skillsOf(srv.url, created)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
+      expect(await skillsOf(srv.url, created)).toEqual([
+        "core.fail",
+        "core.pass",
+        "core.wait",
+        "qtable.gantt.generate",
+        "qtable.notify.send",
+        "qtable.table.schema.describe",
+        "qtable.task.estimate",
+        "qtable.task.records.create",
+        "qtable.task.split",
+      ]);
       expect(logs.join("\n")).toContain("revoked 1 configured API key(s)");
-      expect((await srv.access.listKeys()).map((k) => [k.workspaceId, k.revokedAt === null])).toEqual(expect.arrayContaining([["delta", true], ["beta", false], ["gamma", true]]));
+      expect((await srv.access.listKeys()).map((k) => [k.workspaceId, k.revokedAt === null])).toEqual(
+        expect.arrayContaining([
+          ["delta", true],
+          ["beta", false],
+          ["gamma", true],
+        ]),
+      );
     } finally {
       await srv.close();
     }
     // back in the configuration: active again
-    srv = await start([{ workspace: "delta", key: k1 }, { workspace: "beta", key: k2 }]);
+    srv = await start([
+      { workspace: "delta", key: k1 },
+      { workspace: "beta", key: k2 },
+    ]);
     try {
-      expect(await skillsOf(srv.url, k2)).toEqual(["core.fail", "core.pass", "core.wait", "qtable.gantt.generate", "qtable.notify.send", "qtable.table.schema.describe", "qtable.task.estimate", "qtable.task.records.create", "qtable.task.split"]);
+      expect(await skillsOf(srv.url, k2)).toEqual([
+        "core.fail",
+        "core.pass",
+        "core.wait",
+        "qtable.gantt.generate",
+        "qtable.notify.send",
+        "qtable.table.schema.describe",
+        "qtable.task.estimate",
+        "qtable.task.records.create",
+        "qtable.task.split",
+      ]);
       expect(await skillsOf(srv.url, k1)).toEqual(["core.wait"]); // no skills given: allowlist unchanged
     } finally {
       await srv.close();
@@ -76,7 +122,12 @@ describe(`key lifecycle across restarts (${postgresBackend.name})`, () => {
   }, 240_000);
 
   test("the dev key is minted only on the first start of an empty database and never printed again", async () => {
-    const env: Record<string, string> = { ...storageEnv(), PORT: "0", TOOLCHAIN_DEV_KEY: "1", TOOLCHAIN_AUTH_CACHE_MS: "0" };
+    const env: Record<string, string> = {
+      ...storageEnv(),
+      PORT: "0",
+      TOOLCHAIN_DEV_KEY: "1",
+      TOOLCHAIN_AUTH_CACHE_MS: "0",
+    };
     let logs: string[] = [];
     let srv = await startServer(configFromEnv(env), {}, (l) => logs.push(l));
     const devKey = srv.devKey!;

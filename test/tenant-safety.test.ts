@@ -86,21 +86,31 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
   test("a deadline above the timer limit is refused with PLAN_INVALID naming the field", async () => {
     const api = await serve();
     const key = await newKey(access, "deadline");
-    const r = await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: { ...onePlan, deadlineMs: MAX_TIMER_MS + 1 } } });
+    const r = await call(api.url, "POST", "/api/tool-chains/run", {
+      key,
+      body: { plan: { ...onePlan, deadlineMs: MAX_TIMER_MS + 1 } },
+    });
     expect([r.status, r.body.error.code]).toEqual([400, "PLAN_INVALID"]);
     expect(r.body.error.message).toMatch(/^plan\.deadlineMs: deadlineMs must be at most 2147483647 ms/);
-    const ok = await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: { ...onePlan, deadlineMs: MAX_TIMER_MS } } });
+    const ok = await call(api.url, "POST", "/api/tool-chains/run", {
+      key,
+      body: { plan: { ...onePlan, deadlineMs: MAX_TIMER_MS } },
+    });
     expect([ok.status, ok.body.status]).toEqual([200, "completed"]);
   });
 
   test("finished views are cached under a byte bound, each workspace within its share", async () => {
     // (the in-process live-view cache off: this is about the finished-view cache's bounds)
-    const api = await serve({ limits: { finishedViewBytes: 200_000, finishedViewBytesPerWorkspace: 100_000, liveViewBytes: 0 } });
+    const api = await serve({
+      limits: { finishedViewBytes: 200_000, finishedViewBytesPerWorkspace: 100_000, liveViewBytes: 0 },
+    });
     const finished = api.service.finished;
     const [keyA, keyB] = [await newKey(access, "views-a"), await newKey(access, "views-b")];
     const big = { steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: "x".repeat(10_000) } }] };
     const b = await call(api.url, "POST", "/api/tool-chains/run", { key: keyB, body: { plan: onePlan } });
-    expect((await call(api.url, "GET", `/api/tool-chains/runs/${b.body.runId}`, { key: keyB })).headers.get("x-cache")).toBe("miss");
+    expect(
+      (await call(api.url, "GET", `/api/tool-chains/runs/${b.body.runId}`, { key: keyB })).headers.get("x-cache"),
+    ).toBe("miss");
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await call(api.url, "POST", "/api/tool-chains/run", { key: keyA, body: { plan: big } });
@@ -114,8 +124,12 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     }
     // each view is ~40 KB (plan, input, output, result): A keeps two at most; B's view was not evicted by A
     expect(finished.bytes("views-a")).toBeGreaterThan(10_000);
-    expect((await call(api.url, "GET", `/api/tool-chains/runs/${ids.at(-1)}`, { key: keyA })).headers.get("x-cache")).toBe("hit");
-    expect((await call(api.url, "GET", `/api/tool-chains/runs/${b.body.runId}`, { key: keyB })).headers.get("x-cache")).toBe("hit");
+    expect(
+      (await call(api.url, "GET", `/api/tool-chains/runs/${ids.at(-1)}`, { key: keyA })).headers.get("x-cache"),
+    ).toBe("hit");
+    expect(
+      (await call(api.url, "GET", `/api/tool-chains/runs/${b.body.runId}`, { key: keyB })).headers.get("x-cache"),
+    ).toBe("hit");
     // an evicted view is still served (recomputed)
     const old = await call(api.url, "GET", `/api/tool-chains/runs/${ids[0]}`, { key: keyA });
     expect([old.status, old.headers.get("x-cache")]).toEqual([200, "miss"]);
@@ -124,7 +138,9 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
   test("unfinished runs' views are cached under a byte bound, each workspace within its share", async () => {
     const api = await serve({ limits: { liveViewBytes: 200_000, liveViewBytesPerWorkspace: 100_000 } });
     const [keyA, keyB] = [await newKey(access, "live-views-a"), await newKey(access, "live-views-b")];
-    const big = { steps: [{ ...waitingPlan.steps[0]!, arguments: { value: "x".repeat(10_000) } }, waitingPlan.steps[1]!] };
+    const big = {
+      steps: [{ ...waitingPlan.steps[0]!, arguments: { value: "x".repeat(10_000) } }, waitingPlan.steps[1]!],
+    };
     const get = (key: string, runId: string) => call(api.url, "GET", `/api/tool-chains/runs/${runId}`, { key });
     const b = await call(api.url, "POST", "/api/tool-chains/run", { key: keyB, body: { plan: waitingPlan } });
     expect(b.body.status).toBe("waiting_confirmation");
@@ -142,7 +158,11 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     expect((await get(keyB, b.body.runId)).headers.get("x-cache")).toBe("hit");
     // each view is ~30 KB: A's first ones were dropped for its newer ones (recomputed on demand)
     const first = await get(keyA, ids[0]!);
-    expect([first.status, first.headers.get("x-cache"), first.body.status]).toEqual([200, "miss", "waiting_confirmation"]);
+    expect([first.status, first.headers.get("x-cache"), first.body.status]).toEqual([
+      200,
+      "miss",
+      "waiting_confirmation",
+    ]);
   }, 180_000);
 
   test("open event streams are capped per key: 429 TOO_MANY_STREAMS; other keys unaffected; a slot frees when a stream ends", async () => {
@@ -164,7 +184,10 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     open(key, acs[0]!);
     open(key, acs[1]!);
     await until(() => statuses.length === 2);
-    const third = await call(api.url, "GET", `/api/tool-chains/runs/${run.body.runId}/events`, { key, headers: { accept: "text/event-stream" } });
+    const third = await call(api.url, "GET", `/api/tool-chains/runs/${run.body.runId}/events`, {
+      key,
+      headers: { accept: "text/event-stream" },
+    });
     expect([third.status, third.body.error.code]).toEqual([429, "TOO_MANY_STREAMS"]);
     const stream = await call(api.url, "POST", "/api/tool-chains/stream", { key, body: { plan: onePlan } });
     expect([stream.status, stream.body.error.code]).toEqual([429, "TOO_MANY_STREAMS"]);
@@ -172,7 +195,10 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const otherRun = await call(api.url, "POST", "/api/tool-chains/stream", { key: other, body: { plan: onePlan } });
     expect([otherRun.status, otherRun.text]).toEqual([200, expect.stringContaining("event: run_completed")]);
     acs[0]!.abort();
-    await until(async () => (await call(api.url, "POST", "/api/tool-chains/stream", { key, body: { plan: onePlan } })).status === 200);
+    await until(
+      async () =>
+        (await call(api.url, "POST", "/api/tool-chains/stream", { key, body: { plan: onePlan } })).status === 200,
+    );
     acs[1]!.abort();
   }, 120_000);
 
@@ -180,7 +206,9 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const api = await serve({ sse: { idleMs: 400, heartbeatMs: 100 } });
     const key = await newKey(access, "idle");
     const run = await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: waitingPlan } });
-    const res = await fetch(`${api.url}/api/tool-chains/runs/${run.body.runId}/events`, { headers: { authorization: `Bearer ${key}`, accept: "text/event-stream" } });
+    const res = await fetch(`${api.url}/api/tool-chains/runs/${run.body.runId}/events`, {
+      headers: { authorization: `Bearer ${key}`, accept: "text/event-stream" },
+    });
     expect(res.headers.get("cache-control")).toBe("no-store, no-transform");
     const text = await res.text(); // ends when the server closes the idle stream
     expect(text).toContain(": ping");
@@ -191,9 +219,17 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const ac = new AbortController();
     const got: SseMessage[] = [];
     const follow = (async () => {
-      for await (const m of sse(`${api2.url}/api/tool-chains/runs/${run.body.runId}/events`, { key, headers: { "last-event-id": String(ids.at(-1)) }, signal: ac.signal })) got.push(m);
+      for await (const m of sse(`${api2.url}/api/tool-chains/runs/${run.body.runId}/events`, {
+        key,
+        headers: { "last-event-id": String(ids.at(-1)) },
+        signal: ac.signal,
+      }))
+        got.push(m);
     })();
-    await call(api2.url, "POST", `/api/tool-chains/runs/${run.body.runId}/confirm`, { key, body: { stepId: "b", decision: "approve" } });
+    await call(api2.url, "POST", `/api/tool-chains/runs/${run.body.runId}/confirm`, {
+      key,
+      body: { stepId: "b", decision: "approve" },
+    });
     await until(() => got.some((m) => m.event === "run_completed"), 60_000);
     expect(Number(got[0]!.id)).toBe(ids.at(-1)! + 1);
     ac.abort();
@@ -210,14 +246,23 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const second: SseMessage[] = [];
     let opened = 0;
     const f1 = (async () => {
-      for await (const m of sse(url, { key, headers: { "last-event-id": "999999" }, signal: ac.signal, onOpen: () => opened++ })) first.push(m);
+      for await (const m of sse(url, {
+        key,
+        headers: { "last-event-id": "999999" },
+        signal: ac.signal,
+        onOpen: () => opened++,
+      }))
+        first.push(m);
     })();
     await until(() => opened === 1);
     const f2 = (async () => {
       for await (const m of sse(url, { key, signal: ac.signal })) second.push(m);
     })();
     await until(() => second.length > 0);
-    await call(api.url, "POST", `/api/tool-chains/runs/${run.body.runId}/confirm`, { key, body: { stepId: "b", decision: "approve" } });
+    await call(api.url, "POST", `/api/tool-chains/runs/${run.body.runId}/confirm`, {
+      key,
+      body: { stepId: "b", decision: "approve" },
+    });
     await until(() => second.some((m) => m.event === "run_completed"), 60_000);
     await until(() => first.some((m) => m.event === "run_completed"), 60_000);
     ac.abort();
@@ -225,10 +270,15 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
   }, 120_000);
 
   test("a flood of bogus keys costs one database lookup per key, and a per-address limit applies before authentication", async () => {
-    const api = await serve({ limits: { requestsPerMinutePerIp: 0 }, auth: cachedAuthenticator(access, { cacheMs: 0, negativeCacheMs: 60_000 }) });
+    const api = await serve({
+      limits: { requestsPerMinutePerIp: 0 },
+      auth: cachedAuthenticator(access, { cacheMs: 0, negativeCacheMs: 60_000 }),
+    });
     const valid = await newKey(access, "flood-valid");
     const before = access.lookups;
-    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => call(api.url, "GET", "/api/skills", { key: `tck_bogus-${i % 5}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => call(api.url, "GET", "/api/skills", { key: `tck_bogus-${i % 5}` })),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(100).fill(401));
     // five distinct bogus keys: five lookups (concurrent lookups of one key share one query)
     expect(access.lookups - before).toBe(5);
@@ -236,7 +286,9 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
 
     const limited = await serve({ limits: { requestsPerMinutePerIp: 30 } });
     const at = access.lookups;
-    const flood = await Promise.all(Array.from({ length: 60 }, (_, i) => call(limited.url, "GET", "/api/skills", { key: `tck_other-bogus-${i}` })));
+    const flood = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => call(limited.url, "GET", "/api/skills", { key: `tck_other-bogus-${i}` })),
+    );
     const codes = flood.map((r) => r.status);
     expect(codes.filter((s) => s === 429)).toHaveLength(30);
     expect(flood.find((r) => r.status === 429)!.body.error.code).toBe("TOO_MANY_REQUESTS");
@@ -248,13 +300,25 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const api = await serve();
     const key = await newKey(access, "ids");
     for (const id of ["%00", "a%00b", "%0A", "x".repeat(201)]) {
-      for (const [m, p] of [["GET", ""], ["GET", "/events"], ["POST", "/cancel"], ["POST", "/confirm"]] as const) {
-        const r = await call(api.url, m, `/api/tool-chains/runs/${id}${p}`, { key, ...(m === "POST" ? { body: { stepId: "a", decision: "approve" } } : {}) });
+      for (const [m, p] of [
+        ["GET", ""],
+        ["GET", "/events"],
+        ["POST", "/cancel"],
+        ["POST", "/confirm"],
+      ] as const) {
+        const r = await call(api.url, m, `/api/tool-chains/runs/${id}${p}`, {
+          key,
+          ...(m === "POST" ? { body: { stepId: "a", decision: "approve" } } : {}),
+        });
         expect([r.status, r.body.error.code]).toEqual([404, "RUN_NOT_FOUND"]);
       }
     }
     const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
-    for (const c of [cursor(["99999999999999999999", "x"]), cursor(["9223372036854775807", "x"]), cursor(["1", "a\u0000b"])]) {
+    for (const c of [
+      cursor(["99999999999999999999", "x"]),
+      cursor(["9223372036854775807", "x"]),
+      cursor(["1", "a\u0000b"]),
+    ]) {
       const r = await call(api.url, "GET", `/api/tool-chains/runs?cursor=${c}`, { key });
       expect([r.status, r.body.error.code]).toEqual([400, "INVALID_QUERY"]);
     }
@@ -266,7 +330,11 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
 
   test("/readyz answers a code and logs the detail; /metrics can require its own token", async () => {
     const logs: string[] = [];
-    const api = await serve({ ready: async () => Promise.reject(new Error("connect ECONNREFUSED 10.1.2.3:5432")), log: (l) => logs.push(l), metricsToken: "metrics-token-0123456789" });
+    const api = await serve({
+      ready: async () => Promise.reject(new Error("connect ECONNREFUSED 10.1.2.3:5432")),
+      log: (l) => logs.push(l),
+      metricsToken: "metrics-token-0123456789",
+    });
     const r = await call(api.url, "GET", "/readyz");
     expect([r.status, r.body]).toEqual([503, { error: { code: "NOT_READY", message: "database not reachable" } }]);
     expect(logs.join("\n")).toContain("10.1.2.3:5432");
@@ -282,7 +350,10 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     const run = await call(api.url, "POST", "/api/tool-chains/run", { key, body: { plan: waitingPlan } });
     const runId = run.body.runId as string;
     // another process holds the run (its lease never expires here): a confirm is recorded and followed
-    await until(async () => runtime.activeRuns().length === 0 && (await runtime.store.acquireLease(runId, "other-process", 600_000)));
+    await until(
+      async () =>
+        runtime.activeRuns().length === 0 && (await runtime.store.acquireLease(runId, "other-process", 600_000)),
+    );
     let reads = 0;
     const store = runtime.store as { getRow: (id: string) => Promise<unknown> };
     const getRow = store.getRow.bind(store);
@@ -291,7 +362,10 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
       return getRow(id);
     };
     try {
-      const r = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, { key, body: { stepId: "b", decision: "approve" } });
+      const r = await call(api.url, "POST", `/api/tool-chains/runs/${runId}/confirm`, {
+        key,
+        body: { stepId: "b", decision: "approve" },
+      });
       expect(r.status).toBe(202);
       const after = reads;
       await new Promise((res) => setTimeout(res, 500)); // ~10 polls if one were left running
@@ -302,4 +376,3 @@ describe(`tenant safety on ${postgresBackend.name}`, () => {
     }
   });
 });
-

@@ -4,7 +4,7 @@
  */
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect, it } from "vitest";
-import { topoSort } from "../src/plan/validate.js";
+import { topoSort } from "../src/plan/topo.js";
 
 interface Graph {
   /** Declaration order. */
@@ -27,7 +27,9 @@ const dagArb = (opts: { maxN?: number; dupDeps?: boolean } = {}): fc.Arbitrary<G
         declKeys: fc.array(fc.nat(), { minLength: n, maxLength: n }),
         deps: fc.tuple(
           ...Array.from({ length: n }, (_, r) =>
-            r === 0 ? fc.constant<number[]>([]) : fc.uniqueArray(fc.integer({ min: 0, max: r - 1 }), { maxLength: Math.min(r, 4) }),
+            r === 0
+              ? fc.constant<number[]>([])
+              : fc.uniqueArray(fc.integer({ min: 0, max: r - 1 }), { maxLength: Math.min(r, 4) }),
           ),
         ),
         dup: opts.dupDeps ? fc.array(fc.boolean(), { minLength: n, maxLength: n }) : fc.constant(undefined),
@@ -41,7 +43,10 @@ const dagArb = (opts: { maxN?: number; dupDeps?: boolean } = {}): fc.Arbitrary<G
           if (dup?.[r] && ds.length) ds.push(ds[0]!);
           depMap.set(id, ds);
         });
-        const ids = names.map((_, r) => r).sort((a, b) => declKeys[a]! - declKeys[b]! || a - b).map((r) => names[r]!);
+        const ids = names
+          .map((_, r) => r)
+          .sort((a, b) => declKeys[a]! - declKeys[b]! || a - b)
+          .map((r) => names[r]!);
         return { ids, deps: depMap, rank };
       }),
   );
@@ -84,14 +89,18 @@ function expectRealCycle(cycle: string[], ids: readonly string[], deps: Map<stri
 }
 
 describe("topoSort (property-based)", () => {
-  test.prop([dagArb({ dupDeps: true })], { numRuns: 300 })("a DAG sorts: the order is a permutation of the ids respecting every edge", (g) => {
-    const r = topoSort(g.ids, g.deps);
-    expect(r.ok).toBe(true);
-    if (!r.ok) return;
-    expect([...r.order].sort()).toEqual([...g.ids].sort());
-    const pos = new Map(r.order.map((id, i) => [id, i]));
-    for (const [from, to] of edges(g)) expect(pos.get(from)!, `${from} must come before ${to}`).toBeLessThan(pos.get(to)!);
-  });
+  test.prop([dagArb({ dupDeps: true })], { numRuns: 300 })(
+    "a DAG sorts: the order is a permutation of the ids respecting every edge",
+    (g) => {
+      const r = topoSort(g.ids, g.deps);
+      expect(r.ok).toBe(true);
+      if (!r.ok) return;
+      expect([...r.order].sort()).toEqual([...g.ids].sort());
+      const pos = new Map(r.order.map((id, i) => [id, i]));
+      for (const [from, to] of edges(g))
+        expect(pos.get(from)!, `${from} must come before ${to}`).toBeLessThan(pos.get(to)!);
+    },
+  );
 
   test.prop([dagArb()], { numRuns: 100 })("independent steps keep declaration order", (g) => {
     const none = new Map(g.ids.map((id) => [id, [] as string[]]));
@@ -101,38 +110,42 @@ describe("topoSort (property-based)", () => {
     expect(r.ok && r.order[0]).toBe(g.ids.find((id) => g.deps.get(id)!.length === 0));
   });
 
-  test.prop([dagArb({ maxN: 40 }), fc.integer({ min: 1, max: 3 }), fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 3, maxLength: 3 })], { numRuns: 300 })(
-    "adding back edges makes a cycle: ok:false with a real cycle in execution direction",
-    (g, k, picks) => {
-      const n = g.ids.length;
-      const byRank = [...g.rank.keys()];
-      const deps = new Map([...g.deps].map(([id, ds]) => [id, [...ds]]));
-      const back: [string, string][] = [];
-      for (const [p, q] of picks.slice(0, k)) {
-        let a = p % n;
-        let b = q % n;
-        if (a > b) [a, b] = [b, a];
-        const lo = byRank[a]!;
-        const hi = byRank[b]!;
-        // make `hi` a dependent of `lo` (if it is not already; a === b gives a self-dependency)
-        if (a !== b && !reachable(deps, lo, hi)) deps.get(hi)!.push(lo);
-        // the back edge: `lo` depends on `hi`
-        deps.get(lo)!.push(hi);
-        back.push([hi, lo]);
-      }
-      const r = topoSort(g.ids, deps);
-      expect(r.ok).toBe(false);
-      if (r.ok) return;
-      expectRealCycle(r.cycle, g.ids, deps);
-      if (k === 1) {
-        // every cycle of a DAG plus one edge goes through that edge
-        const [hi, lo] = back[0]!;
-        const i = r.cycle.indexOf(hi);
-        expect(i).toBeGreaterThanOrEqual(0);
-        expect(r.cycle[i + 1]).toBe(lo);
-      }
-    },
-  );
+  test.prop(
+    [
+      dagArb({ maxN: 40 }),
+      fc.integer({ min: 1, max: 3 }),
+      fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 3, maxLength: 3 }),
+    ],
+    { numRuns: 300 },
+  )("adding back edges makes a cycle: ok:false with a real cycle in execution direction", (g, k, picks) => {
+    const n = g.ids.length;
+    const byRank = [...g.rank.keys()];
+    const deps = new Map([...g.deps].map(([id, ds]) => [id, [...ds]]));
+    const back: [string, string][] = [];
+    for (const [p, q] of picks.slice(0, k)) {
+      let a = p % n;
+      let b = q % n;
+      if (a > b) [a, b] = [b, a];
+      const lo = byRank[a]!;
+      const hi = byRank[b]!;
+      // make `hi` a dependent of `lo` (if it is not already; a === b gives a self-dependency)
+      if (a !== b && !reachable(deps, lo, hi)) deps.get(hi)!.push(lo);
+      // the back edge: `lo` depends on `hi`
+      deps.get(lo)!.push(hi);
+      back.push([hi, lo]);
+    }
+    const r = topoSort(g.ids, deps);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expectRealCycle(r.cycle, g.ids, deps);
+    if (k === 1) {
+      // every cycle of a DAG plus one edge goes through that edge
+      const [hi, lo] = back[0]!;
+      const i = r.cycle.indexOf(hi);
+      expect(i).toBeGreaterThanOrEqual(0);
+      expect(r.cycle[i + 1]).toBe(lo);
+    }
+  });
 
   test.prop([dagArb({ maxN: 30 }), fc.nat()], { numRuns: 100 })("a self-dependency is reported as [x, x]", (g, p) => {
     const x = g.ids[p % g.ids.length]!;
@@ -145,13 +158,24 @@ describe("topoSort (property-based)", () => {
 
 describe("topoSort (examples)", () => {
   it("orders a diamond", () => {
-    const deps = new Map([["d", ["b", "c"]], ["b", ["a"]], ["c", ["a"]], ["a", []]]);
+    const deps = new Map([
+      ["d", ["b", "c"]],
+      ["b", ["a"]],
+      ["c", ["a"]],
+      ["a", []],
+    ]);
     expect(topoSort(["d", "b", "c", "a"], deps)).toEqual({ ok: true, order: ["a", "b", "c", "d"] });
   });
 
   it("names a cycle in execution direction", () => {
     // b depends on a, c on b, a on c: a -> b -> c -> a
-    const deps = new Map([["a", ["c"]], ["b", ["a"]], ["c", ["b"]], ["x", []], ["y", ["a"]]]);
+    const deps = new Map([
+      ["a", ["c"]],
+      ["b", ["a"]],
+      ["c", ["b"]],
+      ["x", []],
+      ["y", ["a"]],
+    ]);
     const r = topoSort(["x", "a", "b", "c", "y"], deps);
     expect(r.ok).toBe(false);
     if (r.ok) return;

@@ -40,14 +40,20 @@ describe("event batches wait for the checkpoint writes they report", () => {
     rt.store.onChange(({ runId, events }) => {
       for (const e of events) {
         if (e.type !== "step_completed") continue;
-        seen.push({ stepId: e.stepId!, inflight: slow.inflight.get(runId) ?? 0, returns: slow.committed.filter((w) => w.thread === runId && w.channels.includes("__return__")).length });
+        seen.push({
+          stepId: e.stepId!,
+          inflight: slow.inflight.get(runId) ?? 0,
+          returns: slow.committed.filter((w) => w.thread === runId && w.channels.includes("__return__")).length,
+        });
       }
     });
     // a completes while b is held: nothing else writes for the run until b's gate opens
-    const h = rt.run({ steps: [
-      { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
-      { stepId: "b", skillName: "test.gate", dependsOn: ["a"], arguments: { gate: "b" } },
-    ] });
+    const h = rt.run({
+      steps: [
+        { stepId: "a", skillName: "core.pass", arguments: { value: 1 } },
+        { stepId: "b", skillName: "test.gate", dependsOn: ["a"], arguments: { gate: "b" } },
+      ],
+    });
     await gates.untilEntered("b");
     await new Promise((r) => setTimeout(r, 400));
     expect(seen.map((s) => s.stepId)).toEqual(["a"]);

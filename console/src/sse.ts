@@ -16,8 +16,52 @@ export interface Follower {
   poke(): void;
 }
 
-export function followRun(api: Api, runId: string, after: number, on: { event(e: RunEvent): void; state(s: FollowState, detail?: string): void }): Follower {
+export function followRun(
+  api: Api,
+  runId: string,
+  after: number,
+  on: { event(e: RunEvent): void; state(s: FollowState, detail?: string): void },
+): Follower {
   let last = after;
+  return followStream(
+    api,
+    () => ({
+      path: `/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${last}`,
+      lastEventId: String(last),
+    }),
+    (e) => {
+      if (typeof e.seq !== "number" || e.seq <= last) return false;
+      last = e.seq;
+      on.event(e);
+      return true;
+    },
+    on.state,
+  );
+}
+
+/**
+ * The workspace's decision and wait events, every run on one stream (the inbox's rows). It does
+ * not resume: `state("live")` after a reconnect is the caller's cue to reload what it shows.
+ */
+export function followDecisions(
+  api: Api,
+  on: { event(e: RunEvent): void; state(s: FollowState, detail?: string): void },
+): Follower {
+  return followStream(
+    api,
+    () => ({ path: "/api/tool-chains/decisions/events" }),
+    (e) => (on.event(e), true),
+    on.state,
+  );
+}
+
+/** One SSE connection kept open: `take` sees each parsed event and says whether it was new. */
+function followStream(
+  api: Api,
+  target: () => { path: string; lastEventId?: string },
+  take: (e: RunEvent) => boolean,
+  state: (s: FollowState, detail?: string) => void,
+): Follower {
   let closed = false;
   let ctrl: AbortController | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -33,32 +77,36 @@ export function followRun(api: Api, runId: string, after: number, on: { event(e:
     if (closed) return;
     ctrl?.abort();
     const mine = (ctrl = new AbortController());
-    on.state(failures ? "reconnecting" : "connecting");
+    state(failures ? "reconnecting" : "connecting");
     let got = 0;
     try {
-      const res = await fetch(`/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${last}`, {
-        headers: api.headers({ accept: "text/event-stream", "last-event-id": String(last) }),
+      const t = target();
+      const res = await fetch(t.path, {
+        headers: api.headers({
+          accept: "text/event-stream",
+          ...(t.lastEventId !== undefined ? { "last-event-id": t.lastEventId } : {}),
+        }),
         signal: mine.signal,
         cache: "no-store",
       });
       if (res.status === 204) {
-        on.state("ended");
+        state("ended");
         return;
       }
       if (!res.ok || !res.body) {
         const text = await res.text().catch(() => "");
         if (res.status === 401 || res.status === 404) {
-          on.state("error", `${res.status}: ${text.slice(0, 200)}`);
+          state("error", `${res.status}: ${text.slice(0, 200)}`);
           return;
         }
         throw new Error(`HTTP ${res.status}`);
       }
-      on.state("live");
+      state("live");
       failures = 0;
       const parser = createParser({
         onEvent(m) {
           if (m.event === "error") {
-            on.state("error", m.data);
+            state("error", m.data);
             return;
           }
           let e: RunEvent;
@@ -67,10 +115,7 @@ export function followRun(api: Api, runId: string, after: number, on: { event(e:
           } catch {
             return;
           }
-          if (typeof e.seq !== "number" || e.seq <= last) return;
-          last = e.seq;
-          got++;
-          on.event(e);
+          if (take(e)) got++;
         },
         onRetry(ms) {
           retryMs = ms;

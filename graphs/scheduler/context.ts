@@ -79,6 +79,11 @@ export class SchedulerRun {
   /** Arguments resolved once per unit when it is about to start (its inputs are final then). */
   readonly argCache = new Map<string, { args: Record<string, unknown> } | { error: StepError }>();
   halt: RunState["halt"] = null;
+  /**
+   * Recovering a run whose cancel was recorded before this drive (index.ts `harvest`): tasks
+   * replay their saved results, and nothing that has none executes (it returns `notRun()`).
+   */
+  harvesting = false;
   runError: StepError | null;
   /** Durable tasks started by this execution of the node (see env.segmentTasks). */
   launched = 0;
@@ -103,12 +108,23 @@ export class SchedulerRun {
       if (st) restored.set(id, st);
     }
     this.sched = Scheduler.restore(
-      compiled.steps.map((c) => ({ id: c.id, deps: c.deps, successors: c.successors, priority: c.priority, onFailure: c.onFailure })),
+      compiled.steps.map((c) => ({
+        id: c.id,
+        deps: c.deps,
+        successors: c.successors,
+        priority: c.priority,
+        onFailure: c.onFailure,
+      })),
       { maxConcurrency: this.plan.maxConcurrency },
       restored,
       compiled.topo,
     );
-    this.aborts = { halt: new AbortController(), attempts: new Map(), cancel: env.controls.signal(state.runId), drive: config.signal };
+    this.aborts = {
+      halt: new AbortController(),
+      attempts: new Map(),
+      cancel: env.controls.signal(state.runId),
+      drive: config.signal,
+    };
   }
 
   iso(): string {
@@ -128,7 +144,10 @@ export class SchedulerRun {
   /** Work whose completion the loop waits for; counted until the loop takes its completion. */
   track<T>(p: Promise<T>, done: (v: T) => Tracked, failed: (e: unknown) => Tracked): void {
     this.inflight++;
-    p.then((v) => this.queue.push(done(v)), (e) => this.queue.push(failed(e)));
+    p.then(
+      (v) => this.queue.push(done(v)),
+      (e) => this.queue.push(failed(e)),
+    );
   }
   get busy(): boolean {
     return this.inflight > 0;
@@ -147,17 +166,37 @@ export class SchedulerRun {
     if (c.step.saveResultAs) this.memory[c.step.saveResultAs] = this.memoryUpdate[c.step.saveResultAs] = output;
     this.completionOrder.push(c.id);
     const attempts = this.rec(c.id).attempts;
-    this.emit(EventType.step_completed, c.id, markedDone ? { attempts, markedDone: true } : { attempts, usedFallback: extra.usedFallback ?? false });
+    this.emit(
+      EventType.step_completed,
+      c.id,
+      markedDone ? { attempts, markedDone: true } : { attempts, usedFallback: extra.usedFallback ?? false },
+    );
     if (markedDone) this.sched.completeParked(c.id);
     else this.sched.complete(c.id);
   }
 
-  finishFailed(c: CompiledStep, error: StepError, extra: Partial<StepRecord> = {}, how: "fail" | "parked" = "fail"): void {
+  finishFailed(
+    c: CompiledStep,
+    error: StepError,
+    extra: Partial<StepRecord> = {},
+    how: "fail" | "parked" = "fail",
+  ): void {
     this.set(c.id, { status: "failed", error, finishedAt: this.iso(), ...extra });
-    this.emit(EventType.step_failed, c.id, { error, attempts: this.rec(c.id).attempts, ...(extra.retrySuppressed ? { retrySuppressed: extra.retrySuppressed } : {}) });
+    this.emit(EventType.step_failed, c.id, {
+      error,
+      attempts: this.rec(c.id).attempts,
+      ...(extra.retrySuppressed ? { retrySuppressed: extra.retrySuppressed } : {}),
+    });
     const r = how === "parked" ? this.sched.completeParkedAs(c.id, "failed") : this.sched.fail(c.id);
     for (const s of r.skipped) {
-      this.set(s, { status: "skipped", finishedAt: this.iso(), error: { code: error.code, message: `skipped: dependency "${c.id}" ${error.code === ErrorCode.REJECTED ? "was rejected" : "failed"}` } });
+      this.set(s, {
+        status: "skipped",
+        finishedAt: this.iso(),
+        error: {
+          code: error.code,
+          message: `skipped: dependency "${c.id}" ${error.code === ErrorCode.REJECTED ? "was rejected" : "failed"}`,
+        },
+      });
       this.emit(EventType.step_skipped, s, { because: c.id });
     }
     if (r.halted) this.haltRun("fail_fast", error);
@@ -175,10 +214,77 @@ export class SchedulerRun {
     this.runError = error;
     this.aborts.halt.abort();
     for (const id of this.sched.halt()) {
-      this.set(id, { status: "cancelled", finishedAt: this.iso(), error: { code: error.code === ErrorCode.DEADLINE_EXCEEDED ? error.code : ErrorCode.CANCELLED, message: `not run: ${error.message}` } });
+      const r = this.rec(id);
+      if (r.status === "waiting_confirmation" && r.inDoubt) {
+        // its wait asked whether an effect happened: the halt ends the wait, not the doubt
+        const fallback = r.fallbackInDoubt !== undefined;
+        const e = effectUnknown(
+          fallback ? "fallback" : "step",
+          fallback ? r.fallbackInDoubt! : (r.waitRound ?? r.attempts),
+        );
+        this.set(id, {
+          status: "failed",
+          error: e,
+          inDoubt: false,
+          fallbackInDoubt: undefined,
+          finishedAt: this.iso(),
+        });
+        this.emit(EventType.step_failed, id, { error: e, attempts: r.attempts });
+        continue;
+      }
+      this.set(id, {
+        status: "cancelled",
+        finishedAt: this.iso(),
+        error: {
+          code: error.code === ErrorCode.DEADLINE_EXCEEDED ? error.code : ErrorCode.CANCELLED,
+          message: `not run: ${error.message}`,
+        },
+      });
       this.emit(EventType.step_cancelled, id, { reason: kind });
     }
-    const reason = new ToolchainError(kind === "deadline" ? ErrorCode.DEADLINE_EXCEEDED : ErrorCode.CANCELLED, kind === "fail_fast" ? "cancelled by fail_fast" : error.message);
+    const reason = new ToolchainError(
+      kind === "deadline" ? ErrorCode.DEADLINE_EXCEEDED : ErrorCode.CANCELLED,
+      kind === "fail_fast" ? "cancelled by fail_fast" : error.message,
+    );
     for (const c of this.aborts.attempts.values()) c.abort(reason);
   }
+}
+
+/** What an attempt or preview task returns instead of running while a cancelled run is harvested. */
+export function notRun(): {
+  ok: false;
+  durationMs: number;
+  error: { code: "CANCELLED"; message: string; effectStarted: false; details: { notRun: true } };
+} {
+  return {
+    ok: false,
+    durationMs: 0,
+    error: {
+      code: "CANCELLED",
+      message: "not run: the run was cancelled",
+      effectStarted: false,
+      details: { notRun: true },
+    },
+  };
+}
+
+/** A completion that is `notRun()` (also when replayed from a saved task result). */
+export function isNotRun(item: Completion): boolean {
+  if (item.kind !== "attempt" && item.kind !== "preview") return false;
+  const e = (item.res as { ok: boolean; error?: { details?: unknown } }).error;
+  return !item.res.ok && (e?.details as { notRun?: unknown } | undefined)?.notRun === true;
+}
+
+/**
+ * A step in doubt under a halt whose effect nobody can settle: nothing may run it again and no
+ * one is asked any more, so it fails with the doubt stated (never "not run", never compensated).
+ */
+export function effectUnknown(unit: Unit, attempt: number, details: Record<string, unknown> = {}): StepError {
+  const what = unit === "fallback" ? `fallback attempt ${attempt}` : `attempt ${attempt}`;
+  return {
+    code: ErrorCode.EFFECT_UNKNOWN,
+    message: `${what} was interrupted by a process failure and the run halted; its effect may or may not have happened and its skill cannot tell: not run again, not compensated, check it by hand`,
+    effectStarted: true,
+    details: { inDoubt: true, attempt, ...details },
+  };
 }

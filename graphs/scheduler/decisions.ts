@@ -8,8 +8,11 @@
  */
 import { ErrorCode, type StepError } from "../../src/kernel/errors.js";
 import { EventType } from "../../src/kernel/events.js";
+import { deadlineOf, policyOfWait, workspaceDefault } from "../../src/kernel/approval-policy.js";
+import { DEFAULT_WORKSPACE } from "../../src/kernel/workspace.js";
 import type { CompiledStep } from "../../src/plan/validate.js";
 import { callDurable } from "../durable-task.js";
+import { skillVersion } from "../../src/skills/version.js";
 import type { Decision, StepRecord } from "../state.js";
 import { inFallback, unitOf } from "./attempt.js";
 import type { SchedulerRun } from "./context.js";
@@ -25,12 +28,43 @@ export interface Wait {
 
 /** Park the step in a wait and tell the world; a decision that came early answers it now. */
 export function waitFor(run: SchedulerRun, c: CompiledStep, w: Wait, extra: Partial<StepRecord> = {}): void {
-  run.set(c.id, { status: "waiting_confirmation", waitRound: w.round, preview: w.preview, ...(w.inDoubt ? { inDoubt: true } : {}), ...extra });
+  run.set(c.id, {
+    status: "waiting_confirmation",
+    waitRound: w.round,
+    preview: w.preview,
+    ...(w.inDoubt ? { inDoubt: true } : {}),
+    ...extra,
+  });
   run.sched.park(c.id);
+  // a confirmation under a policy with an expiry: the deadline travels in the event, so the run
+  // row holds it durably (src/store/projection.ts) for any process's expiry sweep; the event log
+  // keeps the first wait's event, so a replay does not move the deadline. In-doubt waits never
+  // expire: whether an effect happened is not a question a timer may answer.
+  const deadline = w.inDoubt
+    ? undefined
+    : deadlineOf(
+        policyOfWait(
+          {
+            skillOf: (n) => run.env.registry.get(n),
+            plan: run.plan,
+            floor: workspaceDefault(run.env.approvalDefaults, run.state.workspaceId ?? DEFAULT_WORKSPACE),
+          },
+          { stepId: c.id, skillName: w.skillName },
+        ),
+        run.env.now(),
+      );
   run.emit(
     EventType.step_waiting_confirmation,
     c.id,
-    { skillName: w.skillName, arguments: w.args, preview: w.preview, round: w.round, ...(w.inDoubt ? { inDoubt: true } : {}), ...(w.fallback ? { fallback: true } : {}) },
+    {
+      skillName: w.skillName,
+      arguments: w.args,
+      preview: w.preview,
+      round: w.round,
+      ...(w.inDoubt ? { inDoubt: true } : {}),
+      ...(w.fallback ? { fallback: true } : {}),
+      ...(deadline ?? {}),
+    },
     `${w.round}`,
   );
   const early = run.early.get(c.id);
@@ -64,7 +98,11 @@ export function offered(run: SchedulerRun, stepId: string, d: Decision): void {
 
 /** Who decided, for the audit trail (decisions recorded before principals existed carry none). */
 function who(d: Decision): Record<string, unknown> {
-  return { ...(d.by ? { by: d.by } : {}), ...(d.via ? { via: d.via } : {}), ...(d.approvals?.length ? { approvals: d.approvals } : {}) };
+  return {
+    ...(d.by ? { by: d.by } : {}),
+    ...(d.via ? { via: d.via } : {}),
+    ...(d.approvals?.length ? { approvals: d.approvals } : {}),
+  };
 }
 
 export function applyDecision(run: SchedulerRun, id: string, d: Decision): void {
@@ -76,7 +114,14 @@ export function applyDecision(run: SchedulerRun, id: string, d: Decision): void 
   run.emit(
     EventType.step_confirmed,
     id,
-    { decision: d.decision, edited: d.arguments !== undefined, inDoubt, ...(u.unit === "fallback" ? { fallback: true } : {}), ...(d.comment ? { comment: d.comment } : {}), ...who(d) },
+    {
+      decision: d.decision,
+      edited: d.arguments !== undefined,
+      inDoubt,
+      ...(u.unit === "fallback" ? { fallback: true } : {}),
+      ...(d.comment ? { comment: d.comment } : {}),
+      ...who(d),
+    },
     `${r.waitRound ?? 0}`,
   );
   if (d.decision === "mark_done") {
@@ -87,20 +132,25 @@ export function applyDecision(run: SchedulerRun, id: string, d: Decision): void 
   }
   if (d.decision === "approve") {
     // in doubt, approve = run it again (for a fallback in doubt: the fallback skill)
+    // edited arguments were checked against this version's input schema: they are for it
+    const edited = d.arguments !== undefined ? { argsVersion: { skill: u.skill.name, ...skillVersion(u.skill) } } : {};
     if (u.unit === "fallback") {
       const approved = d.arguments ?? (r.fallbackInput as Record<string, unknown> | undefined) ?? u.template;
-      run.set(id, { fallbackApprovedArguments: approved, inDoubt: false });
+      run.set(id, { fallbackApprovedArguments: approved, inDoubt: false, ...edited });
     } else {
       const approved = d.arguments ?? (r.input as Record<string, unknown> | undefined) ?? c.step.arguments;
-      run.set(id, { approvedArguments: approved, inDoubt: false });
+      run.set(id, { approvedArguments: approved, inDoubt: false, ...edited });
     }
     run.argCache.delete(`${u.unit}:${id}`);
     run.sched.unpark(id);
     return;
   }
-  const error: StepError = { code: ErrorCode.REJECTED, message: d.comment ? `rejected: ${d.comment}` : "rejected by approver" };
+  const error: StepError = {
+    code: ErrorCode.REJECTED,
+    message: d.comment ? `rejected: ${d.comment}` : "rejected by approver",
+  };
   run.set(id, { inDoubt: false, fallbackInDoubt: undefined });
   // a rejected fallback: the step's own failure travels with the rejection
-  const original = inFallback(r) ? r.fallbackOf ?? r.error : undefined;
+  const original = inFallback(r) ? (r.fallbackOf ?? r.error) : undefined;
   run.finishFailed(c, original ? { ...error, details: { stepError: original } } : error, {}, "parked");
 }

@@ -7,14 +7,15 @@
  * the compensation node for rollback skills), with the same rule (src/kernel/confirmation.ts).
  * No other code calls `executeAttempt`.
  */
+import type { Context } from "@opentelemetry/api";
 import { ErrorCode } from "../../src/kernel/errors.js";
 import { executeAttempt, type AttemptResult } from "../../src/kernel/execute-attempt.js";
-import { fault, FaultPoint } from "../../src/kernel/faults.js";
 import { hasSideEffects, type Skill } from "../../src/skills/contract.js";
 import type { Emit } from "../emit.js";
 import type { RuntimeEnv } from "../env.js";
 import { isGated, limitClaims, runGated } from "../limit-gate.js";
 import type { InDoubt } from "./context.js";
+import { toolAttributes, toolOutcome, traced, type ExecutionKind } from "../../src/telemetry/tool-spans.js";
 
 export interface Execution {
   skill: Skill;
@@ -38,6 +39,21 @@ export interface Execution {
   started: () => void;
   /** What the intent message calls this execution ("attempt 2", "fallback attempt 1"). */
   label: string;
+  /** What this execution is, on its span (`toolchain.execution.kind`). @default "step" */
+  kind?: ExecutionKind;
+}
+
+/** An attempt whose intent a dead process claimed and whose result was never saved. */
+export function inDoubtResult(label: string): InDoubt {
+  return {
+    ok: false,
+    inDoubt: true,
+    durationMs: 0,
+    error: {
+      code: ErrorCode.EXECUTION_FAILED,
+      message: `${label} was interrupted by a process failure; its effect may or may not have happened`,
+    },
+  };
 }
 
 /** Whether an execution of `skill` with `args` waits for limits across runs before it starts. */
@@ -45,19 +61,55 @@ export function holdsLimits(env: RuntimeEnv, skill: Skill, args: unknown): boole
   return isGated(env, limitClaims(skill, args));
 }
 
-export async function executeSkill(env: RuntimeEnv, emit: Emit, x: Execution): Promise<AttemptResult | InDoubt> {
+/**
+ * One `execute_tool <skill>` span per execution (src/telemetry/tool-spans.ts), the skill running
+ * under it; a no-op when tracing is off. Replayed executions return their saved result without
+ * reaching here, so a span is never recorded twice.
+ */
+export function executeSkill(env: RuntimeEnv, emit: Emit, x: Execution): Promise<AttemptResult | InDoubt> {
+  return traced(
+    () => ({
+      name: `execute_tool ${x.skill.name}`,
+      parent: env.controls.traceContext(x.runId),
+      attributes: toolAttributes({
+        runId: x.runId,
+        stepId: x.stepId,
+        skillName: x.skill.name,
+        sideEffects: x.skill.sideEffects,
+        attempt: x.attempt,
+        idempotencyKey: x.idempotencyKey,
+        kind: x.kind ?? "step",
+        args: x.args,
+      }),
+    }),
+    (ctx) => executeGated(env, emit, x, ctx),
+    toolOutcome,
+  );
+}
+
+async function executeGated(
+  env: RuntimeEnv,
+  emit: Emit,
+  x: Execution,
+  traceContext: Context | undefined,
+): Promise<AttemptResult | InDoubt> {
   if (x.allowed && !x.allowed.includes(x.skill.name)) {
     // validation refused it at admission; a plan edited in the checkpoint (Studio, updateState) must not reach it either
-    return { ok: false, durationMs: 0, error: { code: ErrorCode.SKILL_NOT_ALLOWED, message: `skill "${x.skill.name}" is not allowed in this run's workspace`, effectStarted: false } };
+    return {
+      ok: false,
+      durationMs: 0,
+      error: {
+        code: ErrorCode.SKILL_NOT_ALLOWED,
+        message: `skill "${x.skill.name}" is not allowed in this run's workspace`,
+        effectStarted: false,
+      },
+    };
   }
   const claims = limitClaims(x.skill, x.args);
   const body = async (): Promise<AttemptResult | InDoubt> => {
     if (hasSideEffects(x.skill) && !x.skill.idempotent) {
       // a dead process that claimed this attempt may have done the effect: never run it again blindly
-      if (!(await env.intents.claimIntent(x.runId, x.intentKey, x.attempt))) {
-        return { ok: false, inDoubt: true, durationMs: 0, error: { code: ErrorCode.EXECUTION_FAILED, message: `${x.label} was interrupted by a process failure; its effect may or may not have happened` } };
-      }
-      fault(FaultPoint.intent_claimed);
+      if (!(await env.intents.claimIntent(x.runId, x.intentKey, x.attempt))) return inDoubtResult(x.label);
     }
     const res = await executeAttempt({
       skill: x.skill,
@@ -71,11 +123,20 @@ export async function executeSkill(env: RuntimeEnv, emit: Emit, x: Execution): P
       logger: env.logger(x.runId, x.stepId),
       signal: x.signal,
       timeoutMs: x.timeoutMs,
+      traceContext,
     });
-    fault(FaultPoint.effect_returned);
     return res;
   };
   // limits across runs (graphs/limit-gate.ts): held only while the attempt runs
   if (!isGated(env, claims)) return body();
-  return runGated(env, emit, { runId: x.runId, stepId: x.stepId, attempt: x.attempt }, claims, x.signal, x.started, body, (error) => ({ ok: false, durationMs: 0, error }));
+  return runGated(
+    env,
+    emit,
+    { runId: x.runId, stepId: x.stepId, attempt: x.attempt },
+    claims,
+    x.signal,
+    x.started,
+    body,
+    (error) => ({ ok: false, durationMs: 0, error }),
+  );
 }

@@ -30,14 +30,26 @@ export type VerbClass = keyof typeof CLASSES;
 
 /** Leading verbs (one or two words) → class. */
 const VERBS: [RegExp, VerbClass][] = [
-  [/^(roll\s*out|go\s+live|cut\s*over|hand\s*over|release|deploy|launch|ship|publish|announce|train|run)\b/i, "release"],
+  [
+    /^(roll\s*out|go\s+live|cut\s*over|hand\s*over|release|deploy|launch|ship|publish|announce|train|run)\b/i,
+    "release",
+  ],
   [/^(follow\s+up|close|wrap\s+up|retire|decommission|report|present|retrospect\w*)\b/i, "close"],
-  [/^(gather|research|interview|analy[sz]e|discover|survey|define|scope|assess|audit|inventory|investigate|collect|study|identify)\b/i, "research"],
+  [
+    /^(gather|research|interview|analy[sz]e|discover|survey|define|scope|assess|audit|inventory|investigate|collect|study|identify)\b/i,
+    "research",
+  ],
   [/^(design|architect|model|prototype|wireframe|draft|outline|specify|plan|map)\b/i, "design"],
-  [/^(build|implement|develop|integrate|code|program|migrate|automate|configure|set\s*up|produce|create|carry\s+out|deliver|make|refactor|port)\b/i, "build"],
+  [
+    /^(build|implement|develop|integrate|code|program|migrate|automate|configure|set\s*up|produce|create|carry\s+out|deliver|make|refactor|port)\b/i,
+    "build",
+  ],
   [/^(test|qa|verify|validate|review|rehearse|pilot|reconcile|check|screen)\b/i, "verify"],
   [/^(document|write)\b/i, "document"],
-  [/^(book|arrange|invite|register|schedule|coordinate|source|recruit|hire|onboard|extend|negotiate|order|buy|procure|contract|promote|send)\b/i, "coordinate"],
+  [
+    /^(book|arrange|invite|register|schedule|coordinate|source|recruit|hire|onboard|extend|negotiate|order|buy|procure|contract|promote|send)\b/i,
+    "coordinate",
+  ],
 ];
 
 const halfDays = (x: number) => Math.max(0.5, Math.round(x * 2) / 2);
@@ -52,9 +64,23 @@ export function verbClass(t: { key: string; title: string }): VerbClass | undefi
 }
 
 /** Combine three points into the estimate the schedule uses. */
-export function threePoint(key: string, optimistic: number, likely: number, pessimistic: number, confidence: number): ThreePoint {
+export function threePoint(
+  key: string,
+  optimistic: number,
+  likely: number,
+  pessimistic: number,
+  confidence: number,
+): ThreePoint {
   const expected = Math.round(((optimistic + 4 * likely + pessimistic) / 6) * 10) / 10;
-  return { key, optimistic, likely, pessimistic, expected, days: Math.max(0.5, Math.ceil(expected * 2 - 1e-9) / 2), confidence };
+  return {
+    key,
+    optimistic,
+    likely,
+    pessimistic,
+    expected,
+    days: Math.max(0.5, Math.ceil(expected * 2 - 1e-9) / 2),
+    confidence,
+  };
 }
 
 /**

@@ -15,7 +15,13 @@ export interface DoneRow {
 }
 
 const STOP = new Set(["the", "a", "an", "of", "for", "and", "to", "in", "on", "with", "our", "new"]);
-const words = (s: string) => new Set(s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 1 && !STOP.has(w)));
+const words = (s: string) =>
+  new Set(
+    s
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter((w) => w.length > 1 && !STOP.has(w)),
+  );
 
 export function similarity(a: string, b: string): number {
   const x = words(a);
@@ -53,7 +59,12 @@ export function completedRows(table: Table, rows: readonly RecordValues[]): Done
     const start = m.start ? v[m.start] : undefined;
     const end = m.end ? v[m.end] : undefined;
     const est = m.estimate ? v[m.estimate] : undefined;
-    const days = typeof start === "string" && typeof end === "string" ? workdaysBetween(start, end) : typeof est === "number" ? est : 0;
+    const days =
+      typeof start === "string" && typeof end === "string"
+        ? workdaysBetween(start, end)
+        : typeof est === "number"
+          ? est
+          : 0;
     if (days > 0) out.push({ title, days });
   }
   return out;
@@ -65,11 +76,17 @@ const SIMILAR = 0.4;
 const SIMILAR_SAME_VERB = 0.2;
 
 /** From the (up to 5) most similar completed rows: min / median / max; undefined when none is similar. */
-export function historyEstimate(task: { key: string; title: string }, done: readonly DoneRow[]): (ThreePoint & { basis: string[] }) | undefined {
+export function historyEstimate(
+  task: { key: string; title: string },
+  done: readonly DoneRow[],
+): (ThreePoint & { basis: string[] }) | undefined {
   const cls = verbClass(task);
   const similar = done
     .map((r) => ({ r, s: similarity(task.title, r.title) }))
-    .filter(({ r, s }) => s >= SIMILAR || (cls !== undefined && s >= SIMILAR_SAME_VERB && verbClass({ key: "", title: r.title }) === cls))
+    .filter(
+      ({ r, s }) =>
+        s >= SIMILAR || (cls !== undefined && s >= SIMILAR_SAME_VERB && verbClass({ key: "", title: r.title }) === cls),
+    )
     .sort((a, b) => b.s - a.s || a.r.days - b.r.days)
     .slice(0, 5)
     .map(({ r }) => r);
@@ -78,5 +95,8 @@ export function historyEstimate(task: { key: string; title: string }, done: read
   const median = d.length % 2 ? d[(d.length - 1) / 2]! : (d[d.length / 2 - 1]! + d[d.length / 2]!) / 2;
   // one data point says little about the spread: widen it
   const [o, p] = d.length === 1 ? [Math.max(0.5, median * 0.75), median * 1.5] : [d[0]!, d.at(-1)!];
-  return { ...threePoint(task.key, o, median, p, Math.min(0.9, 0.5 + 0.1 * d.length)), basis: similar.map((r) => r.title) };
+  return {
+    ...threePoint(task.key, o, median, p, Math.min(0.9, 0.5 + 0.1 * d.length)),
+    basis: similar.map((r) => r.title),
+  };
 }

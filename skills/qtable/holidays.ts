@@ -17,12 +17,18 @@ export function defaultHolidayLocale(env: NodeJS.ProcessEnv = process.env): Holi
   const v = env.TOOLCHAIN_HOLIDAY_LOCALE?.trim();
   if (!v) return "intl";
   const found = HOLIDAY_LOCALES.find((l) => l.toLowerCase() === v.toLowerCase());
-  if (!found) throw new ToolchainError(ErrorCode.INVALID_INPUT, `TOOLCHAIN_HOLIDAY_LOCALE must be one of ${HOLIDAY_LOCALES.join(", ")}, got ${JSON.stringify(v)}`, { effectStarted: false });
+  if (!found)
+    throw new ToolchainError(
+      ErrorCode.INVALID_INPUT,
+      `TOOLCHAIN_HOLIDAY_LOCALE must be one of ${HOLIDAY_LOCALES.join(", ")}, got ${JSON.stringify(v)}`,
+      { effectStarted: false },
+    );
   return found;
 }
 
 const iso = (y: number, m: number, d: number) => new Date(Date.UTC(y, m - 1, d)).toISOString().slice(0, 10);
-const addDays = (date: string, n: number) => new Date(Date.parse(`${date}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+const addDays = (date: string, n: number) =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
 
 /** Western Easter Sunday (the anonymous Gregorian algorithm). */
 export function easterSunday(y: number): string {
@@ -71,22 +77,63 @@ export function holidaysOf(locale: HolidayLocale, y: number): string[] {
       days = [newYear, christmas];
       break;
     case "US":
-      days = [newYear, nthWeekday(y, 1, 1, 3), nthWeekday(y, 2, 1, 3), nthWeekday(y, 5, 1, -1), iso(y, 6, 19), iso(y, 7, 4), nthWeekday(y, 9, 1, 1), iso(y, 11, 11), nthWeekday(y, 11, 4, 4), christmas];
+      days = [
+        newYear,
+        nthWeekday(y, 1, 1, 3),
+        nthWeekday(y, 2, 1, 3),
+        nthWeekday(y, 5, 1, -1),
+        iso(y, 6, 19),
+        iso(y, 7, 4),
+        nthWeekday(y, 9, 1, 1),
+        iso(y, 11, 11),
+        nthWeekday(y, 11, 4, 4),
+        christmas,
+      ];
       break;
     case "GB": // England and Wales
-      days = [newYear, e(-2), e(1), nthWeekday(y, 5, 1, 1), nthWeekday(y, 5, 1, -1), nthWeekday(y, 8, 1, -1), christmas, boxing];
+      days = [
+        newYear,
+        e(-2),
+        e(1),
+        nthWeekday(y, 5, 1, 1),
+        nthWeekday(y, 5, 1, -1),
+        nthWeekday(y, 8, 1, -1),
+        christmas,
+        boxing,
+      ];
       break;
     case "DE": // nationwide
       days = [newYear, e(-2), e(1), iso(y, 5, 1), e(39), e(50), iso(y, 10, 3), christmas, boxing];
       break;
     case "FR":
-      days = [newYear, e(1), iso(y, 5, 1), iso(y, 5, 8), e(39), e(50), iso(y, 7, 14), iso(y, 8, 15), iso(y, 11, 1), iso(y, 11, 11), christmas];
+      days = [
+        newYear,
+        e(1),
+        iso(y, 5, 1),
+        iso(y, 5, 8),
+        e(39),
+        e(50),
+        iso(y, 7, 14),
+        iso(y, 8, 15),
+        iso(y, 11, 1),
+        iso(y, 11, 11),
+        christmas,
+      ];
       break;
     case "NL":
       days = [newYear, e(-2), e(1), iso(y, 4, 27), iso(y, 5, 5), e(39), e(50), christmas, boxing];
       break;
     case "CA":
-      days = [newYear, e(-2), victoriaDay(y), iso(y, 7, 1), nthWeekday(y, 9, 1, 1), nthWeekday(y, 10, 1, 2), christmas, boxing];
+      days = [
+        newYear,
+        e(-2),
+        victoriaDay(y),
+        iso(y, 7, 1),
+        nthWeekday(y, 9, 1, 1),
+        nthWeekday(y, 10, 1, 2),
+        christmas,
+        boxing,
+      ];
       break;
     case "AU":
       days = [newYear, iso(y, 1, 26), e(-2), e(-1), e(1), iso(y, 4, 25), christmas, boxing];

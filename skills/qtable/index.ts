@@ -4,7 +4,7 @@
  *   const store = new MemoryTableStore();              // or new PgTableStore(db) (openRuntime does this)
  *   const rt = createRuntime({ skills: qtableSkills({ store }) });
  *
- * `splitWith` / `estimateWith` plug in a model (the planner's) for qtable.task.split /
+ * `splitWith` / `estimateWith` plug in a model (openRuntime: the planner's) for qtable.task.split /
  * qtable.task.estimate; without them the split is a template for the goal's kind and the
  * estimates come from the table's history, else from each task's verb.
  */
@@ -21,7 +21,7 @@ export interface QTableOptions {
   store: TableStore;
   /** The planner's model for qtable.task.split. Absent: the goal kind's template (labelled). */
   splitWith?: SplitWith;
-  /** A model for qtable.task.estimate. Absent: the table's history, else heuristics on each task's verb. */
+  /** The planner's model for qtable.task.estimate. Absent: the table's history, else heuristics on each task's verb. */
   estimateWith?: EstimateWith;
 }
 
@@ -38,7 +38,7 @@ export function qtableSkills(opts: QTableOptions): Skill[] {
   return [
     taskSplitSkill({ splitWith: opts.splitWith }),
     taskEstimateSkill({ estimateWith: opts.estimateWith, store: opts.store }),
-    ganttGenerateSkill,
+    ganttGenerateSkill(opts.store),
     schemaDescribeSkill(opts.store),
     recordsCreateSkill(opts.store),
     notifySendSkill(opts.store),
@@ -52,8 +52,18 @@ export type { TableStore, WriteResult, RecordPage, TablePage, OutboxMessage } fr
 export { DEFAULT_TABLE_LIMITS, tableLimitsFromEnv, type TableLimits } from "./limits.js";
 export { MemoryTableStore } from "./memory-store.js";
 export { PgTableStore, migrateQTable } from "./pg-store.js";
-export { TASKS_TABLE, TableDefinitionSchema, FieldSchema, type Table, type Field, type TableDefinition, type TableRecord } from "./fields.js";
-export { generateGantt, type Gantt, type GanttInput, type GanttLink } from "./gantt.js";
+export {
+  TASKS_TABLE,
+  TableDefinitionSchema,
+  FieldSchema,
+  type Table,
+  type Field,
+  type TableDefinition,
+  type TableRecord,
+} from "./fields.js";
+export { generateGantt, type Gantt, type GanttInput, type GanttLink, type GanttAssignee } from "./gantt.js";
+export { workspaceCalendar, CalendarSettingSchema, type WorkspaceCalendar, type CalendarSetting } from "./calendar.js";
+export { UnreadableAnswer } from "./model-answer.js";
 export { decomposeGoal, templateTasks, goalKind, GOAL_KINDS, type GoalKind } from "./templates.js";
 export { estimateTask } from "./estimate-heuristics.js";
 export { HOLIDAY_LOCALES, holidaysOf, type HolidayLocale } from "./holidays.js";

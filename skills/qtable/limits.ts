@@ -46,7 +46,8 @@ export function tableLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): TableL
     const raw = env[name];
     if (raw === undefined || raw === "") continue;
     const v = Number(raw);
-    if (!Number.isInteger(v) || v < 1 || v > max) throw new TypeError(`Expected ${name} to be an integer from 1 to ${max}, got "${raw}"`);
+    if (!Number.isInteger(v) || v < 1 || v > max)
+      throw new TypeError(`Expected ${name} to be an integer from 1 to ${max}, got "${raw}"`);
     out[k] = v;
   }
   return out;
@@ -59,11 +60,19 @@ const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v), "utf8");
 /** A table definition within the field count and byte bounds, else VALUE_TOO_LARGE naming the field. */
 export function checkDefinition(limits: TableLimits, def: TableDefinition): void {
   if (def.fields.length > limits.fieldsPerTable) {
-    throw new ToolchainError(ErrorCode.VALUE_TOO_LARGE, `fields: a table has at most ${limits.fieldsPerTable} fields, got ${def.fields.length}`, { details: { field: "fields", limit: limits.fieldsPerTable } });
+    throw new ToolchainError(
+      ErrorCode.VALUE_TOO_LARGE,
+      `fields: a table has at most ${limits.fieldsPerTable} fields, got ${def.fields.length}`,
+      { details: { field: "fields", limit: limits.fieldsPerTable } },
+    );
   }
   const n = bytes(def);
   if (n > limits.tableDefinitionBytes) {
-    throw new ToolchainError(ErrorCode.VALUE_TOO_LARGE, `fields: the table definition is ${n} bytes as JSON, over the limit of ${limits.tableDefinitionBytes}`, { details: { field: "fields", limit: limits.tableDefinitionBytes, bytes: n } });
+    throw new ToolchainError(
+      ErrorCode.VALUE_TOO_LARGE,
+      `fields: the table definition is ${n} bytes as JSON, over the limit of ${limits.tableDefinitionBytes}`,
+      { details: { field: "fields", limit: limits.tableDefinitionBytes, bytes: n } },
+    );
   }
 }
 
@@ -71,17 +80,29 @@ export function checkDefinition(limits: TableLimits, def: TableDefinition): void
 export function checkWrite(limits: TableLimits, values: readonly RecordValues[]): void {
   const n = bytes(values);
   if (n > limits.writeBytes) {
-    throw new ToolchainError(ErrorCode.VALUE_TOO_LARGE, `records: ${values.length} records are ${n} bytes as JSON, over the limit of ${limits.writeBytes} for one write`, { effectStarted: false, details: { field: "records", limit: limits.writeBytes, bytes: n } });
+    throw new ToolchainError(
+      ErrorCode.VALUE_TOO_LARGE,
+      `records: ${values.length} records are ${n} bytes as JSON, over the limit of ${limits.writeBytes} for one write`,
+      { effectStarted: false, details: { field: "records", limit: limits.writeBytes, bytes: n } },
+    );
   }
 }
 
 export function tableQuotaError(limits: TableLimits): ToolchainError {
-  return new ToolchainError(ErrorCode.QUOTA_EXCEEDED, `this workspace has ${limits.tablesPerWorkspace} tables, the most it may have`, { effectStarted: false, details: { quota: "tables", limit: limits.tablesPerWorkspace } });
+  return new ToolchainError(
+    ErrorCode.QUOTA_EXCEEDED,
+    `this workspace has ${limits.tablesPerWorkspace} tables, the most it may have`,
+    { effectStarted: false, details: { quota: "tables", limit: limits.tablesPerWorkspace } },
+  );
 }
 
 export function recordQuotaError(limits: TableLimits, have: number, adding: number): ToolchainError {
-  return new ToolchainError(ErrorCode.QUOTA_EXCEEDED, `this workspace has ${have} records; ${adding} more would exceed its quota of ${limits.recordsPerWorkspace}`, {
-    effectStarted: false,
-    details: { quota: "records", limit: limits.recordsPerWorkspace, have, adding },
-  });
+  return new ToolchainError(
+    ErrorCode.QUOTA_EXCEEDED,
+    `this workspace has ${have} records; ${adding} more would exceed its quota of ${limits.recordsPerWorkspace}`,
+    {
+      effectStarted: false,
+      details: { quota: "records", limit: limits.recordsPerWorkspace, have, adding },
+    },
+  );
 }

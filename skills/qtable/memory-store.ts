@@ -1,8 +1,30 @@
 /** In-process TableStore: for `createRuntime()` (library, tests) without a database. */
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
+import type { CalendarSetting } from "./calendar.js";
 import { TASKS_TABLE, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
-import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
-import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WritePlan, type WriteResult } from "./store.js";
+import {
+  checkDefinition,
+  checkWrite,
+  recordQuotaError,
+  resolveTableLimits,
+  tableQuotaError,
+  type TableLimits,
+} from "./limits.js";
+import {
+  DEFAULT_PAGE,
+  DEFAULT_TABLE_PAGE,
+  newMessageId,
+  newRecordId,
+  newTableId,
+  parseCursor,
+  type OutboxMessage,
+  type PageQuery,
+  type RecordPage,
+  type TablePage,
+  type TableStore,
+  type WritePlan,
+  type WriteResult,
+} from "./store.js";
 
 interface StoredTable extends Table {
   workspaceId: string;
@@ -15,8 +37,12 @@ export class MemoryTableStore implements TableStore {
   private readonly tables = new Map<string, StoredTable>();
   private readonly demo = new Map<string, string>();
   /** Writes by workspace and key: a key is only ever looked up within its workspace. */
-  private readonly writes = new Map<string, { tableId: string; ids: string[]; updated: TableRecord[]; undone: boolean }>();
+  private readonly writes = new Map<
+    string,
+    { tableId: string; ids: string[]; updated: TableRecord[]; undone: boolean }
+  >();
   private readonly outbox: (OutboxMessage & { workspaceId: string })[] = [];
+  private readonly calendars = new Map<string, CalendarSetting>();
   private seq = 0;
 
   constructor(opts: { limits?: Partial<TableLimits> } = {}) {
@@ -28,7 +54,8 @@ export class MemoryTableStore implements TableStore {
     if (id) return view(this.tables.get(id)!);
     // a user table may already be called "Tasks": the demo table then takes a free name
     let name = TASKS_TABLE.name;
-    for (let n = 2; [...this.tables.values()].some((x) => x.workspaceId === workspaceId && x.name === name); n++) name = `${TASKS_TABLE.name} ${n}`;
+    for (let n = 2; [...this.tables.values()].some((x) => x.workspaceId === workspaceId && x.name === name); n++)
+      name = `${TASKS_TABLE.name} ${n}`;
     const t = this.insertTable(workspaceId, { ...TASKS_TABLE, name });
     this.demo.set(workspaceId, t.id);
     return view(t);
@@ -37,7 +64,9 @@ export class MemoryTableStore implements TableStore {
   async listTables(workspaceId: string, page: PageQuery = {}): Promise<TablePage> {
     const after = Number(parseCursor(page.cursor));
     const limit = page.limit ?? DEFAULT_TABLE_PAGE;
-    const rows = [...this.tables.values()].filter((t) => t.workspaceId === workspaceId && t.seq > after).slice(0, limit + 1);
+    const rows = [...this.tables.values()]
+      .filter((t) => t.workspaceId === workspaceId && t.seq > after)
+      .slice(0, limit + 1);
     const shown = rows.slice(0, limit);
     return { tables: shown.map(view), nextCursor: rows.length > limit ? String(shown.at(-1)!.seq) : null };
   }
@@ -46,7 +75,10 @@ export class MemoryTableStore implements TableStore {
     checkDefinition(this.limits, def);
     const mine = [...this.tables.values()].filter((t) => t.workspaceId === workspaceId);
     if (mine.some((t) => t.name === def.name)) {
-      throw new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${def.name}" already exists in this workspace`);
+      throw new ToolchainError(
+        ErrorCode.TABLE_NAME_TAKEN,
+        `a table named "${def.name}" already exists in this workspace`,
+      );
     }
     if (mine.length >= this.limits.tablesPerWorkspace) throw tableQuotaError(this.limits);
     return view(this.insertTable(workspaceId, def));
@@ -68,19 +100,38 @@ export class MemoryTableStore implements TableStore {
     return { records: shown.map((r) => clone(r.rec)), nextCursor: more ? String(shown.at(-1)!.seq) : null };
   }
 
-  async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
-    return this.applyWrite(workspaceId, tableId, { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] }, idempotencyKey);
+  async createRecords(
+    workspaceId: string,
+    tableId: string,
+    values: RecordValues[],
+    idempotencyKey: string,
+  ): Promise<WriteResult> {
+    return this.applyWrite(
+      workspaceId,
+      tableId,
+      { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] },
+      idempotencyKey,
+    );
   }
 
-  async applyWrite(workspaceId: string, tableId: string, plan: WritePlan, idempotencyKey: string): Promise<WriteResult> {
+  async applyWrite(
+    workspaceId: string,
+    tableId: string,
+    plan: WritePlan,
+    idempotencyKey: string,
+  ): Promise<WriteResult> {
     // no await before the key is taken: concurrent repeats see it
     const key = writeKey(workspaceId, idempotencyKey);
     if (this.writes.has(key)) return (await this.findWrite(workspaceId, idempotencyKey))!;
     const t = this.find(workspaceId, tableId);
     if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
-    checkWrite(this.limits, [...plan.creates, ...plan.updates].map((r) => r.values));
+    checkWrite(
+      this.limits,
+      [...plan.creates, ...plan.updates].map((r) => r.values),
+    );
     const have = this.recordCount(workspaceId);
-    if (have + plan.creates.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, plan.creates.length);
+    if (have + plan.creates.length > this.limits.recordsPerWorkspace)
+      throw recordQuotaError(this.limits, have, plan.creates.length);
     const recs = plan.creates.map((r) => ({ id: r.id, values: clone(r.values) }));
     const byId = new Map(t.records.map((r) => [r.rec.id, r.rec]));
     const before: TableRecord[] = [];
@@ -131,10 +182,26 @@ export class MemoryTableStore implements TableStore {
     return before - t.records.length;
   }
 
+  async getCalendar(workspaceId: string): Promise<CalendarSetting> {
+    return clone(this.calendars.get(workspaceId) ?? {});
+  }
+
+  async setCalendar(workspaceId: string, calendar: CalendarSetting): Promise<CalendarSetting> {
+    this.calendars.set(workspaceId, clone(calendar));
+    return clone(calendar);
+  }
+
   async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string) {
     const prior = this.outbox.find((x) => x.workspaceId === workspaceId && x.idempotencyKey === idempotencyKey);
     if (prior) return { message: strip(prior), sent: false };
-    const m = { id: newMessageId(), channel, message, idempotencyKey, createdAt: new Date().toISOString(), workspaceId };
+    const m = {
+      id: newMessageId(),
+      channel,
+      message,
+      idempotencyKey,
+      createdAt: new Date().toISOString(),
+      workspaceId,
+    };
     this.outbox.push(m);
     return { message: strip(m), sent: true };
   }
@@ -149,7 +216,14 @@ export class MemoryTableStore implements TableStore {
   }
 
   private insertTable(workspaceId: string, def: TableDefinition): StoredTable {
-    const t: StoredTable = { id: newTableId(), name: def.name, fields: clone(def.fields), workspaceId, seq: ++this.seq, records: [] };
+    const t: StoredTable = {
+      id: newTableId(),
+      name: def.name,
+      fields: clone(def.fields),
+      workspaceId,
+      seq: ++this.seq,
+      records: [],
+    };
     this.tables.set(t.id, t);
     return t;
   }

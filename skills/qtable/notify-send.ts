@@ -12,11 +12,21 @@ const toOutput = (m: OutboxMessage) => ({ messageId: m.id, channel: m.channel, s
 export function notifySendSkill(store: TableStore) {
   return defineSkill({
     name: "qtable.notify.send",
-    description: "Send a message to a channel (e.g. #approvals). External and irreversible: requires confirmation and cannot be compensated.",
+    description:
+      "Send a message to a channel (e.g. #approvals). External and irreversible: requires confirmation and cannot be compensated.",
     input: z
       .object({
-        channel: z.string().trim().min(1).max(100).regex(/^[^\u0000]*$/, "no NUL characters"),
-        message: z.string().min(1).max(10_000).regex(/^[^\u0000]*$/, "no NUL characters"),
+        channel: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100)
+          .regex(/^[^\u0000]*$/, "no NUL characters"),
+        message: z
+          .string()
+          .min(1)
+          .max(10_000)
+          .regex(/^[^\u0000]*$/, "no NUL characters"),
       })
       .strict(),
     output: z.object({ messageId: z.string(), channel: z.string(), sentAt: z.string() }),

@@ -6,9 +6,38 @@ import { applyMigrations } from "../../src/store/migrations.js";
 import type pg from "pg";
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import { table, type Database } from "../../src/store/db.js";
-import { TASKS_TABLE, type Field, type RecordValues, type Table, type TableDefinition, type TableRecord } from "./fields.js";
-import { checkDefinition, checkWrite, recordQuotaError, resolveTableLimits, tableQuotaError, type TableLimits } from "./limits.js";
-import { DEFAULT_PAGE, DEFAULT_TABLE_PAGE, newMessageId, newRecordId, newTableId, parseCursor, type OutboxMessage, type PageQuery, type RecordPage, type TablePage, type TableStore, type WritePlan, type WriteResult } from "./store.js";
+import type { CalendarSetting } from "./calendar.js";
+import {
+  TASKS_TABLE,
+  type Field,
+  type RecordValues,
+  type Table,
+  type TableDefinition,
+  type TableRecord,
+} from "./fields.js";
+import {
+  checkDefinition,
+  checkWrite,
+  recordQuotaError,
+  resolveTableLimits,
+  tableQuotaError,
+  type TableLimits,
+} from "./limits.js";
+import {
+  DEFAULT_PAGE,
+  DEFAULT_TABLE_PAGE,
+  newMessageId,
+  newRecordId,
+  newTableId,
+  parseCursor,
+  type OutboxMessage,
+  type PageQuery,
+  type RecordPage,
+  type TablePage,
+  type TableStore,
+  type WritePlan,
+  type WriteResult,
+} from "./store.js";
 
 export function qtableMigrations(db: Pick<Database, "schema">): string[] {
   const t = (n: string) => table(db, n);
@@ -67,6 +96,19 @@ export function qtableMigrations(db: Pick<Database, "schema">): string[] {
     `ALTER TABLE ${t("qtable_writes")} ADD COLUMN updated jsonb NOT NULL DEFAULT '[]'::jsonb, ADD COLUMN undone_at timestamptz;
     UPDATE ${t("qtable_tables")} SET fields = fields || '[{"name":"key","type":"text"}]'::jsonb
       WHERE table_id IN (SELECT demo_table_id FROM ${t("qtable_workspaces")}) AND NOT fields @> '[{"name":"key"}]'::jsonb;`,
+    // 3: demo tables get the phase hierarchy (parent), the goal a plan's rows carry, and the
+    // status a re-plan gives the rows it no longer has
+    `UPDATE ${t("qtable_tables")} x SET fields = (
+        SELECT jsonb_agg(CASE WHEN f->>'name' = 'status' AND f->>'type' = 'select' AND NOT (f->'options') ? 'removed'
+          THEN jsonb_set(f, '{options}', (f->'options') || '"removed"'::jsonb) ELSE f END ORDER BY n)
+        FROM jsonb_array_elements(x.fields) WITH ORDINALITY AS e(f, n))
+      WHERE table_id IN (SELECT demo_table_id FROM ${t("qtable_workspaces")});
+    UPDATE ${t("qtable_tables")} SET fields = fields || '[{"name":"parent","type":"relation"}]'::jsonb
+      WHERE table_id IN (SELECT demo_table_id FROM ${t("qtable_workspaces")}) AND NOT fields @> '[{"name":"parent"}]'::jsonb;
+    UPDATE ${t("qtable_tables")} SET fields = fields || '[{"name":"goal","type":"text"}]'::jsonb
+      WHERE table_id IN (SELECT demo_table_id FROM ${t("qtable_workspaces")}) AND NOT fields @> '[{"name":"goal"}]'::jsonb;`,
+    // 4: a workspace's stored calendar (overrides the configuration's)
+    `ALTER TABLE ${t("qtable_workspaces")} ADD COLUMN calendar jsonb NOT NULL DEFAULT '{}'::jsonb;`,
   ];
 }
 
@@ -104,13 +146,29 @@ export class PgTableStore implements TableStore {
     if (hit) return structuredClone(hit);
     const t = await this.tx(async (c) => {
       // one row per workspace decides who seeds it: concurrent callers wait on the row lock
-      const claimed = await c.query(`INSERT INTO ${this.t("qtable_workspaces")} (workspace_id, demo_table_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING demo_table_id`, [workspaceId, newTableId()]);
+      const claimed = await c.query(
+        `INSERT INTO ${this.t("qtable_workspaces")} (workspace_id, demo_table_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING demo_table_id`,
+        [workspaceId, newTableId()],
+      );
       if (claimed.rows.length) {
         const id = claimed.rows[0].demo_table_id as string;
         // a user table may already be called "Tasks": the demo table then takes a free name
         let name = TASKS_TABLE.name;
-        for (let n = 2; (await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [workspaceId, name])).rows.length; n++) name = `${TASKS_TABLE.name} ${n}`;
-        await c.query(`INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4)`, [id, workspaceId, name, JSON.stringify(TASKS_TABLE.fields)]);
+        for (
+          let n = 2;
+          (
+            await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [
+              workspaceId,
+              name,
+            ])
+          ).rows.length;
+          n++
+        )
+          name = `${TASKS_TABLE.name} ${n}`;
+        await c.query(
+          `INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4)`,
+          [id, workspaceId, name, JSON.stringify(TASKS_TABLE.fields)],
+        );
       }
       const { rows } = await c.query<TableRow>(
         `SELECT t.table_id, t.name, t.fields FROM ${this.t("qtable_workspaces")} w JOIN ${this.t("qtable_tables")} t ON t.table_id = w.demo_table_id WHERE w.workspace_id = $1`,
@@ -138,9 +196,15 @@ export class PgTableStore implements TableStore {
     try {
       return await this.tx(async (c) => {
         await this.lockQuota(c, workspaceId);
-        const taken = await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [workspaceId, def.name]);
+        const taken = await c.query(`SELECT 1 FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND name = $2`, [
+          workspaceId,
+          def.name,
+        ]);
         if (taken.rows.length) throw nameTaken(def.name);
-        const { rows: n } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.t("qtable_tables")} WHERE workspace_id = $1`, [workspaceId]);
+        const { rows: n } = await c.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM ${this.t("qtable_tables")} WHERE workspace_id = $1`,
+          [workspaceId],
+        );
         if (n[0]!.n >= this.limits.tablesPerWorkspace) throw tableQuotaError(this.limits);
         const { rows } = await c.query<TableRow>(
           `INSERT INTO ${this.t("qtable_tables")} (table_id, workspace_id, name, fields) VALUES ($1, $2, $3, $4) RETURNING table_id, name, fields`,
@@ -174,24 +238,57 @@ export class PgTableStore implements TableStore {
     );
     const more = rows.length > limit;
     const shown = rows.slice(0, limit);
-    return { records: shown.map((r) => ({ id: r.record_id, values: r.values })), nextCursor: more ? String(shown.at(-1)!.seq) : null };
+    return {
+      records: shown.map((r) => ({ id: r.record_id, values: r.values })),
+      nextCursor: more ? String(shown.at(-1)!.seq) : null,
+    };
   }
 
-  async createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult> {
-    return this.applyWrite(workspaceId, tableId, { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] }, idempotencyKey);
+  async createRecords(
+    workspaceId: string,
+    tableId: string,
+    values: RecordValues[],
+    idempotencyKey: string,
+  ): Promise<WriteResult> {
+    return this.applyWrite(
+      workspaceId,
+      tableId,
+      { creates: values.map((v) => ({ id: newRecordId(), values: v })), updates: [] },
+      idempotencyKey,
+    );
   }
 
-  async applyWrite(workspaceId: string, tableId: string, plan: WritePlan, idempotencyKey: string): Promise<WriteResult> {
+  async applyWrite(
+    workspaceId: string,
+    tableId: string,
+    plan: WritePlan,
+    idempotencyKey: string,
+  ): Promise<WriteResult> {
     return this.tx(async (c) => {
-      const t = (await c.query<{ table_id: string }>(`SELECT table_id FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND (table_id = $2 OR name = $2) ORDER BY (table_id = $2) DESC LIMIT 1`, [workspaceId, tableId])).rows[0];
-      if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
+      const t = (
+        await c.query<{ table_id: string }>(
+          `SELECT table_id FROM ${this.t("qtable_tables")} WHERE workspace_id = $1 AND (table_id = $2 OR name = $2) ORDER BY (table_id = $2) DESC LIMIT 1`,
+          [workspaceId, tableId],
+        )
+      ).rows[0];
+      if (!t)
+        throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${tableId} not found`, { effectStarted: false });
       const ids = plan.creates.map((r) => r.id);
       // the key row is the write's identity: a second writer with the key waits on it, then finds it
-      const claimed = await c.query(`INSERT INTO ${this.t("qtable_writes")} (idempotency_key, workspace_id, table_id, record_ids) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`, [idempotencyKey, workspaceId, t.table_id, JSON.stringify(ids)]);
+      const claimed = await c.query(
+        `INSERT INTO ${this.t("qtable_writes")} (idempotency_key, workspace_id, table_id, record_ids) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`,
+        [idempotencyKey, workspaceId, t.table_id, JSON.stringify(ids)],
+      );
       if (!claimed.rows.length) return (await this.readWrite(c, workspaceId, idempotencyKey))!;
-      checkWrite(this.limits, [...plan.creates, ...plan.updates].map((r) => r.values));
+      checkWrite(
+        this.limits,
+        [...plan.creates, ...plan.updates].map((r) => r.values),
+      );
       await this.lockQuota(c, workspaceId);
-      const { rows: n } = await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.t("qtable_records")} WHERE workspace_id = $1`, [workspaceId]);
+      const { rows: n } = await c.query<{ n: string }>(
+        `SELECT count(*) AS n FROM ${this.t("qtable_records")} WHERE workspace_id = $1`,
+        [workspaceId],
+      );
       const have = Number(n[0]!.n);
       if (have + ids.length > this.limits.recordsPerWorkspace) throw recordQuotaError(this.limits, have, ids.length);
       if (ids.length) {
@@ -213,7 +310,10 @@ export class PgTableStore implements TableStore {
           `UPDATE ${this.t("qtable_records")} r SET values = u.v FROM unnest($3::text[], $4::jsonb[]) AS u(id, v) WHERE r.workspace_id = $1 AND r.table_id = $2 AND r.record_id = u.id`,
           [workspaceId, t.table_id, apply.map((u) => u.id), apply.map((u) => JSON.stringify(u.values))],
         );
-        await c.query(`UPDATE ${this.t("qtable_writes")} SET updated = $3 WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey, JSON.stringify(before.map((r) => ({ id: r.record_id, values: r.values })))]);
+        await c.query(
+          `UPDATE ${this.t("qtable_writes")} SET updated = $3 WHERE workspace_id = $1 AND idempotency_key = $2`,
+          [workspaceId, idempotencyKey, JSON.stringify(before.map((r) => ({ id: r.record_id, values: r.values })))],
+        );
         updated.push(...apply.map((u) => ({ id: u.id, values: u.values })));
       }
       const records: TableRecord[] = plan.creates.map((r) => ({ id: r.id, values: r.values }));
@@ -231,23 +331,44 @@ export class PgTableStore implements TableStore {
   }
 
   private async readWrite(c: pg.PoolClient, workspaceId: string, key: string): Promise<WriteResult | undefined> {
-    const w = (await c.query<{ table_id: string; record_ids: string[]; updated: TableRecord[] }>(`SELECT table_id, record_ids, updated FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, key])).rows[0];
+    const w = (
+      await c.query<{ table_id: string; record_ids: string[]; updated: TableRecord[] }>(
+        `SELECT table_id, record_ids, updated FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2`,
+        [workspaceId, key],
+      )
+    ).rows[0];
     if (!w) return undefined;
     const all = [...w.record_ids, ...w.updated.map((u) => u.id)];
-    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(`SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND record_id = ANY($2::text[])`, [workspaceId, all]);
+    const { rows } = await c.query<{ record_id: string; values: RecordValues }>(
+      `SELECT record_id, values FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND record_id = ANY($2::text[])`,
+      [workspaceId, all],
+    );
     const byId = new Map(rows.map((r) => [r.record_id, r.values]));
     // records deleted since (compensated) are reported by id with the values they no longer have
     const now = (id: string) => ({ id, values: byId.get(id) ?? {} });
-    return { tableId: w.table_id, records: w.record_ids.map(now), updated: w.updated.map((u) => now(u.id)), created: false };
+    return {
+      tableId: w.table_id,
+      records: w.record_ids.map(now),
+      updated: w.updated.map((u) => now(u.id)),
+      created: false,
+    };
   }
 
   async deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number> {
     return this.tx(async (c) => {
       // the write's row lock makes concurrent undos wait, then see undone_at: the undo happens once
-      const w = (await c.query<{ updated: TableRecord[]; undone_at: Date | null }>(`SELECT updated, undone_at FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2 FOR UPDATE`, [workspaceId, idempotencyKey])).rows[0];
+      const w = (
+        await c.query<{ updated: TableRecord[]; undone_at: Date | null }>(
+          `SELECT updated, undone_at FROM ${this.t("qtable_writes")} WHERE workspace_id = $1 AND idempotency_key = $2 FOR UPDATE`,
+          [workspaceId, idempotencyKey],
+        )
+      ).rows[0];
       if (!w || w.undone_at) return 0;
       // the records carry the key of the write that created them: nothing else is matched
-      const del = await c.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND write_key = $2`, [workspaceId, idempotencyKey]);
+      const del = await c.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND write_key = $2`, [
+        workspaceId,
+        idempotencyKey,
+      ]);
       let restored = 0;
       if (w.updated.length) {
         const r = await c.query(
@@ -256,18 +377,46 @@ export class PgTableStore implements TableStore {
         );
         restored = r.rowCount ?? 0;
       }
-      await c.query(`UPDATE ${this.t("qtable_writes")} SET undone_at = now() WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey]);
+      await c.query(
+        `UPDATE ${this.t("qtable_writes")} SET undone_at = now() WHERE workspace_id = $1 AND idempotency_key = $2`,
+        [workspaceId, idempotencyKey],
+      );
       return (del.rowCount ?? 0) + restored;
     });
   }
 
   async deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number> {
     if (!recordIds.length) return 0;
-    const r = await this.db.pool.query(`DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND table_id = $2 AND record_id = ANY($3::text[])`, [workspaceId, tableId, recordIds]);
+    const r = await this.db.pool.query(
+      `DELETE FROM ${this.t("qtable_records")} WHERE workspace_id = $1 AND table_id = $2 AND record_id = ANY($3::text[])`,
+      [workspaceId, tableId, recordIds],
+    );
     return r.rowCount ?? 0;
   }
 
-  async sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string): Promise<{ message: OutboxMessage; sent: boolean }> {
+  async getCalendar(workspaceId: string): Promise<CalendarSetting> {
+    const { rows } = await this.db.pool.query<{ calendar: CalendarSetting }>(
+      `SELECT calendar FROM ${this.t("qtable_workspaces")} WHERE workspace_id = $1`,
+      [workspaceId],
+    );
+    return rows[0]?.calendar ?? {};
+  }
+
+  async setCalendar(workspaceId: string, calendar: CalendarSetting): Promise<CalendarSetting> {
+    await this.ensureWorkspace(workspaceId); // the workspace's row holds it
+    await this.db.pool.query(`UPDATE ${this.t("qtable_workspaces")} SET calendar = $2 WHERE workspace_id = $1`, [
+      workspaceId,
+      JSON.stringify(calendar),
+    ]);
+    return calendar;
+  }
+
+  async sendMessage(
+    workspaceId: string,
+    channel: string,
+    message: string,
+    idempotencyKey: string,
+  ): Promise<{ message: OutboxMessage; sent: boolean }> {
     const { rows } = await this.db.pool.query(
       `INSERT INTO ${this.t("qtable_outbox")} (message_id, workspace_id, channel, message, idempotency_key) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, idempotency_key) DO NOTHING RETURNING message_id, channel, message, idempotency_key, created_at`,
       [newMessageId(), workspaceId, channel, message, idempotencyKey],
@@ -277,12 +426,18 @@ export class PgTableStore implements TableStore {
   }
 
   async findMessage(workspaceId: string, idempotencyKey: string): Promise<OutboxMessage | undefined> {
-    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 AND idempotency_key = $2`, [workspaceId, idempotencyKey]);
+    const { rows } = await this.db.pool.query(
+      `SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 AND idempotency_key = $2`,
+      [workspaceId, idempotencyKey],
+    );
     return rows[0] ? toMessage(rows[0]) : undefined;
   }
 
   async listMessages(workspaceId: string): Promise<OutboxMessage[]> {
-    const { rows } = await this.db.pool.query(`SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 ORDER BY seq`, [workspaceId]);
+    const { rows } = await this.db.pool.query(
+      `SELECT message_id, channel, message, idempotency_key, created_at FROM ${this.t("qtable_outbox")} WHERE workspace_id = $1 ORDER BY seq`,
+      [workspaceId],
+    );
     return rows.map(toMessage);
   }
 
@@ -307,8 +462,21 @@ export class PgTableStore implements TableStore {
   }
 }
 
-const nameTaken = (name: string) => new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${name}" already exists in this workspace`);
+const nameTaken = (name: string) =>
+  new ToolchainError(ErrorCode.TABLE_NAME_TAKEN, `a table named "${name}" already exists in this workspace`);
 
-function toMessage(r: { message_id: string; channel: string; message: string; idempotency_key: string; created_at: Date | string }): OutboxMessage {
-  return { id: r.message_id, channel: r.channel, message: r.message, idempotencyKey: r.idempotency_key, createdAt: new Date(r.created_at).toISOString() };
+function toMessage(r: {
+  message_id: string;
+  channel: string;
+  message: string;
+  idempotency_key: string;
+  created_at: Date | string;
+}): OutboxMessage {
+  return {
+    id: r.message_id,
+    channel: r.channel,
+    message: r.message,
+    idempotencyKey: r.idempotency_key,
+    createdAt: new Date(r.created_at).toISOString(),
+  };
 }

@@ -9,25 +9,49 @@
  */
 import { z } from "zod";
 import { defineSkill } from "../../src/skills/contract.js";
-import { validateRecords } from "./mapping.js";
+import { rowsOf, validateRecords } from "./mapping.js";
 import { planRecords, type RecordsPlan } from "./records-plan.js";
 import { tableFor } from "./schema-describe.js";
 import { EstimateSchema, GanttSchema, TableIdSchema, TaskSchema } from "./schemas.js";
 import { checkWrite } from "./limits.js";
+import { HOLIDAY_LOCALES, holidaysOf } from "./holidays.js";
 import { MAX_PAGE, newRecordId, type TableStore, type WritePlan, type WriteResult } from "./store.js";
 import type { Table } from "./fields.js";
 
 const RecordsForm = z
   .object({
     tableId: TableIdSchema,
-    records: z.array(z.record(z.string(), z.unknown())).min(1).max(1_000).describe("Records as { <field name>: value }, validated against the table's field types"),
+    records: z
+      .array(z.record(z.string(), z.unknown()))
+      .min(1)
+      .max(1_000)
+      .describe("Records as { <field name>: value }, validated against the table's field types"),
   })
   .strict();
 const TasksForm = z
   .object({
     tableId: TableIdSchema,
-    tasks: z.array(TaskSchema).min(1).max(1_000).describe("Tasks (qtable.task.split), mapped onto the table's fields by name: key (rows with the task's key are updated, not duplicated), title, description, estimate, start/end, status (new rows only), dependsOn (record links in a relation field, else the keys as text)"),
-    estimates: z.array(EstimateSchema).max(1_000).optional().describe("qtable.task.estimate's estimates: fill the estimate field"),
+    goal: z
+      .string()
+      .trim()
+      .min(1)
+      .max(500)
+      .optional()
+      .describe(
+        "The goal the tasks plan (the split's goal): rows carry it in a goal column, and a re-plan of the same goal marks its rows the plan no longer has as removed",
+      ),
+    tasks: z
+      .array(TaskSchema)
+      .min(1)
+      .max(1_000)
+      .describe(
+        "Tasks (qtable.task.split), mapped onto the table's fields by name: key (rows with the task's key are updated, not duplicated), title, description, estimate, start/end, status (new rows only), dependsOn (record links in a relation field, else the keys as text)",
+      ),
+    estimates: z
+      .array(EstimateSchema)
+      .max(1_000)
+      .optional()
+      .describe("qtable.task.estimate's estimates: fill the estimate field"),
     gantt: GanttSchema.optional().describe("qtable.gantt.generate's output: fills start/end"),
   })
   .strict();
@@ -60,18 +84,70 @@ async function allRecords(store: TableStore, workspaceId: string, tableId: strin
 }
 
 /** What the write would do, validated and within the write's byte bound (the preview refuses what the write would). */
-async function planned(store: TableStore, workspaceId: string, table: Table, args: RecordsCreateInput, newId: (key: string) => string): Promise<RecordsPlan> {
+async function planned(
+  store: TableStore,
+  workspaceId: string,
+  table: Table,
+  args: RecordsCreateInput,
+  newId: (key: string) => string,
+): Promise<RecordsPlan> {
   let plan: RecordsPlan;
   if ("records" in args) {
-    plan = { create: validateRecords(table, args.records).map((values, i) => ({ key: String(i), id: newId(String(i)), values })), update: [], unchanged: [] };
+    plan = {
+      create: validateRecords(table, args.records).map((values, i) => ({
+        key: String(i),
+        id: newId(String(i)),
+        values,
+      })),
+      update: [],
+      unchanged: [],
+      remove: [],
+    };
   } else {
     plan = planRecords(table, args, await allRecords(store, workspaceId, table.id), newId);
   }
-  checkWrite(store.limits, [...plan.create, ...plan.update].map((r) => r.values));
+  checkWrite(
+    store.limits,
+    [...plan.create, ...plan.update, ...plan.remove].map((r) => r.values),
+  );
   return plan;
 }
 
-const toWrite = (p: RecordsPlan): WritePlan => ({ creates: p.create.map(({ id, values }) => ({ id, values })), updates: p.update.map(({ id, values }) => ({ id, values })) });
+/** The locale's public holidays and the team's own from `from` to `to` (a chart shades them; it cannot compute a locale's). */
+function holidaysBetween(
+  cal: NonNullable<z.infer<typeof GanttSchema>["calendar"]>,
+  from: string,
+  to: string,
+): string[] {
+  const locale = HOLIDAY_LOCALES.find((l) => l === cal.locale) ?? "none";
+  const years = Array.from(
+    { length: Number(to.slice(0, 4)) - Number(from.slice(0, 4)) + 1 },
+    (_, i) => Number(from.slice(0, 4)) + i,
+  );
+  const all = new Set([...years.slice(0, 5).flatMap((y) => holidaysOf(locale, y)), ...cal.holidays]);
+  return [...all].filter((d) => d >= from && d <= to).sort();
+}
+
+/** The Gantt as the approver sees it: each task's title, dates (half days marked), slack and whether it is critical; the holidays in its span. */
+function timelineOf(tasks: readonly { key: string; title: string }[], gantt: z.infer<typeof GanttSchema>) {
+  const title = new Map(tasks.map((t) => [t.key, t.title]));
+  const critical = new Set((gantt.criticalPaths ?? [gantt.criticalPath]).flat());
+  const from = gantt.items.reduce((m, i) => (i.start < m ? i.start : m), gantt.finish);
+  return {
+    finish: gantt.finish,
+    ...(gantt.calendar
+      ? { calendar: gantt.calendar, daysOff: holidaysBetween(gantt.calendar, from, gantt.finish) }
+      : {}),
+    criticalPath: gantt.criticalPath,
+    items: gantt.items.map((i) => ({ ...i, title: title.get(i.key) ?? i.key, critical: critical.has(i.key) })),
+  };
+}
+
+const toWrite = (p: RecordsPlan): WritePlan => ({
+  creates: p.create.map(({ id, values }) => ({ id, values })),
+  // a removed row is an update of its status: kept with its previous values, restored by the undo
+  updates: [...p.update, ...p.remove].map(({ id, values }) => ({ id, values })),
+});
 
 function toOutput(w: WriteResult): RecordsCreateOutput {
   return {
@@ -87,7 +163,7 @@ export function recordsCreateSkill(store: TableStore) {
   return defineSkill({
     name: "qtable.task.records.create",
     description:
-      "Write records into a table of the caller's workspace: `{ tableId, records: [{ <field>: value }] }` (created), or `{ tableId, tasks, estimates?, gantt? }` mapped onto the table's schema (key, title, description, estimate, start/end from the Gantt, status, dependsOn as record links). Tasks whose key already has a row update it (re-planning does not duplicate; the row's status is kept). Values are validated against the field types. Requires confirmation (the preview is the diff: created / updated / unchanged rows); idempotent per run step; rolled back once by deleting the rows it created and restoring the rows it updated.",
+      "Write records into a table of the caller's workspace: `{ tableId, records: [{ <field>: value }] }` (created), or `{ tableId, tasks, estimates?, gantt? }` mapped onto the table's schema (key, title, description, estimate, start/end from the Gantt, status, dependsOn as record links). Tasks whose key already has a row update it (re-planning does not duplicate; the row's status is kept); with `goal`, rows of the goal's earlier plan that this one no longer has get status removed; a task's `phase` becomes its parent row. Values are validated against the field types. Requires confirmation (the preview is the diff: created / updated / unchanged / removed rows); idempotent per run step; rolled back once by deleting the rows it created and restoring the rows it updated or marked removed.",
     input: RecordsCreateInputSchema,
     output: RecordsCreateOutputSchema,
     sideEffects: "write",
@@ -99,7 +175,7 @@ export function recordsCreateSkill(store: TableStore) {
       const table = await tableFor(store, ctx.workspaceId, args.tableId);
       const p = await planned(store, ctx.workspaceId, table, args, (key) => `new:${key}`.slice(0, 64));
       const rows = [...p.create, ...p.update, ...p.unchanged];
-      const order = new Map(("tasks" in args ? args.tasks.map((t) => t.key) : rows.map((r) => r.key)).map((k, i) => [k, i]));
+      const order = new Map(("tasks" in args ? rowsOf(args) : rows).map((r, i) => [r.key, i]));
       rows.sort((a, b) => order.get(a.key)! - order.get(b.key)!);
       return {
         action: "write_records",
@@ -108,10 +184,20 @@ export function recordsCreateSkill(store: TableStore) {
         count: rows.length,
         // every row as it will read after the write, in task order
         records: rows.map((r) => r.values),
+        // the schedule itself, for a chart (the console) or a text Gantt (the CLI)
+        ...("tasks" in args && args.gantt ? { timeline: timelineOf(args.tasks, args.gantt) } : {}),
         diff: {
           created: p.create.map((r) => ({ key: r.key, values: r.values })),
-          updated: p.update.map((r) => ({ key: r.key, id: r.id, changed: r.changed, before: Object.fromEntries(r.changed.map((f) => [f, r.before[f] ?? null])), after: Object.fromEntries(r.changed.map((f) => [f, r.values[f] ?? null])) })),
+          updated: p.update.map((r) => ({
+            key: r.key,
+            id: r.id,
+            changed: r.changed,
+            before: Object.fromEntries(r.changed.map((f) => [f, r.before[f] ?? null])),
+            after: Object.fromEntries(r.changed.map((f) => [f, r.values[f] ?? null])),
+          })),
           unchanged: p.unchanged.map((r) => ({ key: r.key, id: r.id })),
+          // rows of this goal's earlier plan the plan no longer has: marked removed on approval
+          removed: p.remove.map((r) => ({ key: r.key, id: r.id, values: r.before })),
         },
       };
     },

@@ -10,14 +10,20 @@ import type { Table } from "./fields.js";
 export async function tableFor(store: TableStore, workspaceId: string, tableId: string): Promise<Table> {
   await store.ensureWorkspace(workspaceId);
   const t = await store.getTable(workspaceId, tableId);
-  if (!t) throw new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${JSON.stringify(tableId)} not found in workspace "${workspaceId}"`, { effectStarted: false });
+  if (!t)
+    throw new ToolchainError(
+      ErrorCode.TABLE_NOT_FOUND,
+      `table ${JSON.stringify(tableId)} not found in workspace "${workspaceId}"`,
+      { effectStarted: false },
+    );
   return t;
 }
 
 export function schemaDescribeSkill(store: TableStore) {
   return defineSkill({
     name: "qtable.table.schema.describe",
-    description: "Describe a table of the caller's workspace: { id, name, fields: [{ name, type, required?, options? }] }.",
+    description:
+      "Describe a table of the caller's workspace: { id, name, fields: [{ name, type, required?, options? }] }.",
     input: z.object({ tableId: TableIdSchema }).strict(),
     output: TableSchemaOutput,
     sideEffects: "read",

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { ErrorCode, ToolchainError } from "../../src/kernel/errors.js";
 import type { RecordValues, Table, TableDefinition, TableRecord } from "./fields.js";
 import type { TableLimits } from "./limits.js";
+import type { CalendarSetting } from "./calendar.js";
 
 export interface RecordPage {
   records: TableRecord[];
@@ -71,7 +72,12 @@ export interface TableStore {
    * writes them; every later call with the key returns what the first one created, writes nothing.
    * QUOTA_EXCEEDED when the workspace's record quota would be passed; VALUE_TOO_LARGE over the write's byte bound.
    */
-  createRecords(workspaceId: string, tableId: string, values: RecordValues[], idempotencyKey: string): Promise<WriteResult>;
+  createRecords(
+    workspaceId: string,
+    tableId: string,
+    values: RecordValues[],
+    idempotencyKey: string,
+  ): Promise<WriteResult>;
   /**
    * Create and update records atomically under an idempotency key (like createRecords): the
    * previous values of the updated records are kept with the write, for deleteWrite.
@@ -88,8 +94,17 @@ export interface TableStore {
   deleteWrite(workspaceId: string, idempotencyKey: string): Promise<number>;
   /** Delete exactly these records of this table of this workspace (missing ones are already gone); the number deleted. */
   deleteRecords(workspaceId: string, tableId: string, recordIds: string[]): Promise<number>;
+  /** The workspace's stored calendar ({} when none is set). */
+  getCalendar(workspaceId: string): Promise<CalendarSetting>;
+  /** Replace the workspace's stored calendar (validated by CalendarSettingSchema; {} clears it). */
+  setCalendar(workspaceId: string, calendar: CalendarSetting): Promise<CalendarSetting>;
   /** Append to the notification outbox once per idempotency key (the provider reads the outbox). */
-  sendMessage(workspaceId: string, channel: string, message: string, idempotencyKey: string): Promise<{ message: OutboxMessage; sent: boolean }>;
+  sendMessage(
+    workspaceId: string,
+    channel: string,
+    message: string,
+    idempotencyKey: string,
+  ): Promise<{ message: OutboxMessage; sent: boolean }>;
   findMessage(workspaceId: string, idempotencyKey: string): Promise<OutboxMessage | undefined>;
   listMessages(workspaceId: string): Promise<OutboxMessage[]>;
 }
@@ -109,5 +124,9 @@ export const MAX_CURSOR = 2n ** 63n - 1n;
 export function parseCursor(cursor: string | undefined): string {
   if (cursor === undefined) return "0";
   if (/^\d{1,19}$/.test(cursor) && BigInt(cursor) <= MAX_CURSOR) return cursor;
-  throw new ToolchainError(ErrorCode.INVALID_QUERY, "query.cursor: not a cursor this server returned (the nextCursor of the previous page)", { details: { issues: [{ path: "query.cursor", message: "not a cursor this server returned" }] } });
+  throw new ToolchainError(
+    ErrorCode.INVALID_QUERY,
+    "query.cursor: not a cursor this server returned (the nextCursor of the previous page)",
+    { details: { issues: [{ path: "query.cursor", message: "not a cursor this server returned" }] } },
+  );
 }

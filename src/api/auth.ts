@@ -28,7 +28,10 @@ export interface AuthCacheOptions {
 }
 
 /** An AccessStore's lookup with a short positive and negative cache; concurrent lookups of one key share one query. */
-export function cachedAuthenticator(store: Pick<AccessStore, "authenticate">, opts: number | AuthCacheOptions = {}): Authenticator & { forget(): void } {
+export function cachedAuthenticator(
+  store: Pick<AccessStore, "authenticate">,
+  opts: number | AuthCacheOptions = {},
+): Authenticator & { forget(): void } {
   const o = typeof opts === "number" ? { cacheMs: opts, negativeCacheMs: opts } : opts;
   const cacheMs = o.cacheMs ?? 5_000;
   const negativeMs = o.negativeCacheMs ?? 5_000;
@@ -69,7 +72,7 @@ export function cachedAuthenticator(store: Pick<AccessStore, "authenticate">, op
  * off here, before it costs a hash and a lookup). 0 disables. Behind a reverse proxy set
  * Express's `trust proxy` so the address is the client's.
  *
- * Mounted first (src/api/app.ts): an answer from here has not been through helmet, so it sets the
+ * Mounted first (src/server/app.ts): an answer from here has not been through helmet, so it sets the
  * two headers a JSON error needs itself. The request's body is never read.
  */
 export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
@@ -87,7 +90,13 @@ export function perIpRateLimit(requestsPerMinute: number): RequestHandler {
       res.setHeader("Cache-Control", "no-store");
       // the unread body is not drained: the connection closes after this answer
       res.setHeader("Connection", "close");
-      next(new ToolchainError(ErrorCode.TOO_MANY_REQUESTS, `more than ${requestsPerMinute} requests per minute from this address; retry in ${retryAfter} s`, { details: { retryAfterSeconds: retryAfter, scope: "address" } }));
+      next(
+        new ToolchainError(
+          ErrorCode.TOO_MANY_REQUESTS,
+          `more than ${requestsPerMinute} requests per minute from this address; retry in ${retryAfter} s`,
+          { details: { retryAfterSeconds: retryAfter, scope: "address" } },
+        ),
+      );
     },
   });
 }
@@ -100,7 +109,11 @@ export function principalOf(res: Response): Principal {
 export function assertMay(p: Principal, action: Action): void {
   const roles = rolesOf(p);
   if (rolesAllow(roles, action)) return;
-  throw new ToolchainError(ErrorCode.ROLE_NOT_ALLOWED, `your roles in workspace ${p.workspaceId} (${roles!.join(", ") || "none"}) do not allow ${action.replace("_", " ")}`, { details: { action, roles } });
+  throw new ToolchainError(
+    ErrorCode.ROLE_NOT_ALLOWED,
+    `your roles in workspace ${p.workspaceId} (${roles!.join(", ") || "none"}) do not allow ${action.replace("_", " ")}`,
+    { details: { action, roles } },
+  );
 }
 
 /** Surfaces that talk REST may say which they are; anything else is plain REST. */
@@ -139,7 +152,13 @@ export function perKeyRateLimit(requestsPerMinute: number): RequestHandler {
       const reset = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
       const retryAfter = reset ? Math.max(1, Math.ceil((reset.getTime() - Date.now()) / 1000)) : 60;
       res.setHeader("Retry-After", String(retryAfter));
-      next(new ToolchainError(ErrorCode.TOO_MANY_REQUESTS, `more than ${requestsPerMinute} requests per minute with this key; retry in ${retryAfter} s`, { details: { retryAfterSeconds: retryAfter } }));
+      next(
+        new ToolchainError(
+          ErrorCode.TOO_MANY_REQUESTS,
+          `more than ${requestsPerMinute} requests per minute with this key; retry in ${retryAfter} s`,
+          { details: { retryAfterSeconds: retryAfter } },
+        ),
+      );
     },
   });
 }

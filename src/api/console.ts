@@ -14,12 +14,23 @@ export const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "
 export function consoleRouter(dir = CONSOLE_DIR): Router {
   const r = Router();
   if (!existsSync(join(dir, "index.html"))) {
-    r.use("/console", (_req, res) => void res.status(503).type("text/plain").send("console not built: run npm run build:console"));
+    r.use(
+      "/console",
+      (_req, res) => void res.status(503).type("text/plain").send("console not built: run npm run build:console"),
+    );
     return r;
   }
   const csp = consoleCsp();
   // asset names carry no hash: revalidate each time (cheap with ETag / Last-Modified)
-  const noCache = { etag: true, lastModified: true, index: false, fallthrough: true, cacheControl: true, maxAge: 0, setHeaders: (res: express.Response) => res.setHeader("Cache-Control", "no-cache") };
+  const noCache = {
+    etag: true,
+    lastModified: true,
+    index: false,
+    fallthrough: true,
+    cacheControl: true,
+    maxAge: 0,
+    setHeaders: (res: express.Response) => res.setHeader("Cache-Control", "no-cache"),
+  };
   r.get(["/console", "/console/"], csp, (_req, res) => {
     res.setHeader("Cache-Control", "no-cache");
     res.sendFile(join(dir, "index.html"));

@@ -38,6 +38,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   DEADLINE_EXCEEDED: 500,
   CANCELLED: 500,
   REJECTED: 500,
+  EFFECT_UNKNOWN: 500,
   // runtime
   RUN_NOT_FOUND: 404,
   CONFIRMATION_NOT_PENDING: 409,
@@ -45,6 +46,12 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   REQUESTER_CANNOT_APPROVE: 409,
   INVALID_DECISION: 400,
   RUN_NOT_ACTIVE: 409,
+  RUN_NOT_REDRIVABLE: 409,
+  RUN_BEING_DRIVEN: 409,
+  REDRIVE_COMPENSATED: 409,
+  INVALID_REDRIVE: 400,
+  SKILL_VERSION_UNAVAILABLE: 500,
+  MIGRATION_UNAVAILABLE: 409,
   DRIVE_FAILED: 500,
   INTERNAL: 500,
   // HTTP
@@ -88,9 +95,11 @@ export function toErrorBody(e: unknown): { status: number; body: ErrorBody } {
   if (typeof bodyType === "string" && bodyType in BODY_ERRORS) {
     const code = BODY_ERRORS[bodyType]!;
     const message =
-      code === ErrorCode.INVALID_JSON ? `request body is not valid JSON: ${(e as Error).message}`
-      : code === ErrorCode.PAYLOAD_TOO_LARGE ? `request body is larger than the limit of ${(e as { limit?: number }).limit} bytes`
-      : (e as Error).message;
+      code === ErrorCode.INVALID_JSON
+        ? `request body is not valid JSON: ${(e as Error).message}`
+        : code === ErrorCode.PAYLOAD_TOO_LARGE
+          ? `request body is larger than the limit of ${(e as { limit?: number }).limit} bytes`
+          : (e as Error).message;
     return { status: HTTP_STATUS[code], body: { error: { code, message } } };
   }
   const code = (e as { code?: unknown })?.code;
@@ -118,7 +127,9 @@ export interface InternalErrorInfo {
   postgres?: { code: string; routine?: string; table?: string; column?: string; constraint?: string };
 }
 
-function isPostgresError(e: unknown): e is { code: string; routine?: string; table?: string; column?: string; constraint?: string; severity?: string } {
+function isPostgresError(
+  e: unknown,
+): e is { code: string; routine?: string; table?: string; column?: string; constraint?: string; severity?: string } {
   const x = e as { code?: unknown; severity?: unknown } | null;
   return typeof x?.code === "string" && /^[0-9A-Z]{5}$/.test(x.code) && typeof x.severity === "string";
 }
@@ -135,16 +146,29 @@ export function errorHandler(onInternal: (e: unknown, info: InternalErrorInfo) =
     if (res.headersSent) return next(err);
     if (isUndecodablePath(err)) {
       const name = undecodableParam(req);
-      err = new ToolchainError(ErrorCode.INVALID_PATH, `${name ? `path parameter ${name}` : "the path"}: not valid percent-encoding (a % must start an escape of UTF-8 bytes)`, { details: name ? { parameter: name } : undefined });
+      err = new ToolchainError(
+        ErrorCode.INVALID_PATH,
+        `${name ? `path parameter ${name}` : "the path"}: not valid percent-encoding (a % must start an escape of UTF-8 bytes)`,
+        { details: name ? { parameter: name } : undefined },
+      );
     }
     const { status } = toErrorBody(err);
     if (status === 500) {
-      const info: InternalErrorInfo = { method: req.method, route: (req.route?.path as string | undefined) ?? req.path.slice(0, 100) };
+      const info: InternalErrorInfo = {
+        method: req.method,
+        route: (req.route?.path as string | undefined) ?? req.path.slice(0, 100),
+      };
       const runId = (req.params as Record<string, string> | undefined)?.runId;
       if (runId) info.runId = runId.slice(0, 200);
       if (isPostgresError(err)) {
         info.route = (req.route?.path as string | undefined) ?? "unmatched";
-        info.postgres = { code: err.code, ...(err.routine ? { routine: err.routine } : {}), ...(err.table ? { table: err.table } : {}), ...(err.column ? { column: err.column } : {}), ...(err.constraint ? { constraint: err.constraint } : {}) };
+        info.postgres = {
+          code: err.code,
+          ...(err.routine ? { routine: err.routine } : {}),
+          ...(err.table ? { table: err.table } : {}),
+          ...(err.column ? { column: err.column } : {}),
+          ...(err.constraint ? { constraint: err.constraint } : {}),
+        };
       }
       onInternal(err, info);
     }

@@ -32,7 +32,12 @@ export function opsRouter(o: OpsOptions): Router {
   r.get("/readyz", async (_req, res) => {
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([o.ready(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("timed out")), o.readyTimeoutMs ?? 2_000)))]);
+      await Promise.race([
+        o.ready(),
+        new Promise(
+          (_, reject) => (timer = setTimeout(() => reject(new Error("timed out")), o.readyTimeoutMs ?? 2_000)),
+        ),
+      ]);
     } catch (e) {
       log(`readyz: database not reachable: ${(e as Error)?.message ?? String(e)}`);
       throw new ToolchainError(ErrorCode.NOT_READY, "database not reachable");
@@ -51,7 +56,11 @@ export function opsRouter(o: OpsOptions): Router {
     r.get("/metrics", async (req, res) => {
       if (expected) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "");
-        if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw new ToolchainError(ErrorCode.UNAUTHORIZED, "/metrics needs the metrics token: send Authorization: Bearer <TOOLCHAIN_METRICS_TOKEN>");
+        if (!m || !timingSafeEqual(digest(m[1]!), expected))
+          throw new ToolchainError(
+            ErrorCode.UNAUTHORIZED,
+            "/metrics needs the metrics token: send Authorization: Bearer <TOOLCHAIN_METRICS_TOKEN>",
+          );
       }
       res.setHeader("Cache-Control", "no-store");
       res.type(registry.contentType).send(await registry.metrics());

@@ -6,17 +6,30 @@ import { assertStorable } from "../kernel/storable.js";
 import { actingOf, assertMay, principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
 import { inbox } from "./approval-view.js";
+import { previewEdited } from "../service/preview-edit.js";
 import { rolesAllow } from "../kernel/actor.js";
 import { rolesOf } from "../store/access-store.js";
 import { OUTCOME_STATUS, traceIdFrom, type Outcome, type RunService } from "../service/run-service.js";
-import { CancelRequestSchema, ConfirmRequestSchema, DecisionsQuerySchema, EventsQuerySchema, ListRunsQuerySchema, PlanRequestSchema, RunRequestSchema } from "./schemas.js";
+import {
+  CancelRequestSchema,
+  RedriveRequestSchema,
+  ConfirmRequestSchema,
+  DecisionsQuerySchema,
+  EventsQuerySchema,
+  ListRunsQuerySchema,
+  PlanRequestSchema,
+  PreviewRequestSchema,
+  RunRequestSchema,
+} from "./schemas.js";
 import { pipeEvents, SseStream, streamFeed, type SseOptions } from "./sse.js";
 import type { RunFeeds } from "../live/feeds.js";
+import type { DecisionFeeds } from "../live/decision-feed.js";
 import type { StreamSlots } from "./stream-slots.js";
 
 export interface RunsRouterOptions {
   service: RunService;
   feeds: RunFeeds;
+  decisions: DecisionFeeds;
   sse: SseOptions;
   /** Open streams (ended on shutdown). */
   streams: Set<SseStream>;
@@ -43,7 +56,8 @@ function assertStorableRequest(body: { request?: string; context?: unknown; memo
 }
 
 /** The surface a REST caller says it is (`X-Toolchain-Client: console | cli`), else rest. */
-const viaOf = (req: { get(h: string): string | undefined }, res: Response) => actingOf(principalOf(res), req.get("x-toolchain-client")).via;
+const viaOf = (req: { get(h: string): string | undefined }, res: Response) =>
+  actingOf(principalOf(res), req.get("x-toolchain-client")).via;
 
 const wantsSse = (accept: string | undefined) => (accept ?? "").toLowerCase().includes("text/event-stream");
 
@@ -72,7 +86,17 @@ export function runsRouter(o: RunsRouterOptions): Router {
     assertMay(principalOf(res), "start");
     const body = parseWith(RunRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
     assertStorableRequest(body);
-    respond(res, await service.run(principalOf(res), body, traceIdFrom(req.get("traceparent")), undefined, undefined, viaOf(req, res)));
+    respond(
+      res,
+      await service.run(
+        principalOf(res),
+        body,
+        traceIdFrom(req.get("traceparent")),
+        undefined,
+        undefined,
+        viaOf(req, res),
+      ),
+    );
   });
 
   r.post("/api/tool-chains/stream", async (req, res) => {
@@ -85,7 +109,13 @@ export function runsRouter(o: RunsRouterOptions): Router {
     let events;
     try {
       // validation errors answer as JSON before the stream opens
-      events = await service.stream(principalOf(res), body, traceIdFrom(req.get("traceparent")), stop.signal, viaOf(req, res));
+      events = await service.stream(
+        principalOf(res),
+        body,
+        traceIdFrom(req.get("traceparent")),
+        stop.signal,
+        viaOf(req, res),
+      );
     } catch (e) {
       release();
       throw e;
@@ -102,9 +132,27 @@ export function runsRouter(o: RunsRouterOptions): Router {
     res.json({ decisions: await inbox(service.runtime, p, q.mine === "true", rolesAllow(rolesOf(p), "decide")) });
   });
 
+  // the inbox live: every decision and wait event of the workspace's runs, on one stream (no resume:
+  // a client that reconnects reloads the inbox)
+  r.get("/api/tool-chains/decisions/events", (req, res) => {
+    const p = principalOf(res);
+    if (!wantsSse(req.get("accept")))
+      throw new ToolchainError(ErrorCode.INVALID_QUERY, "Accept: send text/event-stream for this stream");
+    const sse = open(res, o.slots.acquire(p.keyId));
+    const stop = o.decisions.listen(p.workspaceId, (e) => sse.event(e));
+    sse.signal.addEventListener("abort", stop, { once: true });
+  });
+
   r.get("/api/tool-chains/runs", async (req, res) => {
     const q = parseWith(ListRunsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
-    res.json(await service.runtime.store.listRuns({ workspaceId: principalOf(res).workspaceId, statuses: q.status, limit: q.limit, cursor: q.cursor }));
+    res.json(
+      await service.runtime.store.listRuns({
+        workspaceId: principalOf(res).workspaceId,
+        statuses: q.status,
+        limit: q.limit,
+        cursor: q.cursor,
+      }),
+    );
   });
 
   r.get("/api/tool-chains/runs/:runId", async (req, res) => {
@@ -123,7 +171,10 @@ export function runsRouter(o: RunsRouterOptions): Router {
     }
     // a reconnecting EventSource sends the last id it saw
     const lastId = req.get("last-event-id");
-    const claimed = lastId !== undefined && lastId.trim() !== "" ? parseWith(EventsQuerySchema.shape.after, lastId.trim(), ErrorCode.INVALID_QUERY, "Last-Event-ID") : q.after;
+    const claimed =
+      lastId !== undefined && lastId.trim() !== ""
+        ? parseWith(EventsQuerySchema.shape.after, lastId.trim(), ErrorCode.INVALID_QUERY, "Last-Event-ID")
+        : q.after;
     // an id beyond the log (another server, a stale database) means "from the end of the log"
     const after = Math.min(claimed, row.lastSeq);
     if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length && after >= row.lastSeq) {
@@ -141,10 +192,25 @@ export function runsRouter(o: RunsRouterOptions): Router {
     respond(res, await service.confirm(principalOf(res), req.params.runId, body, viaOf(req, res)));
   });
 
+  // what approving with edited arguments would do: the skill's own preview, nothing recorded
+  r.post("/api/tool-chains/runs/:runId/steps/:stepId/preview", async (req, res) => {
+    assertMay(principalOf(res), "decide");
+    const body = parseWith(PreviewRequestSchema, req.body, ErrorCode.INVALID_BODY, "body");
+    assertStorable(body.arguments, "arguments");
+    const row = await service.own(principalOf(res), req.params.runId);
+    res.json(await previewEdited(service.runtime, row, req.params.stepId, body));
+  });
+
   r.post("/api/tool-chains/runs/:runId/cancel", async (req, res) => {
     assertMay(principalOf(res), "cancel");
     const body = parseWith(CancelRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
     respond(res, await service.cancel(principalOf(res), req.params.runId, body, viaOf(req, res)));
+  });
+
+  r.post("/api/tool-chains/runs/:runId/redrive", async (req, res) => {
+    assertMay(principalOf(res), "redrive");
+    const body = parseWith(RedriveRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
+    respond(res, await service.redrive(principalOf(res), req.params.runId, body, viaOf(req, res)));
   });
 
   return r;

@@ -34,7 +34,11 @@ export const CONSOLE_CSP = {
 
 /** helmet's defaults (nosniff, Referrer-Policy, frame and cross-origin policies, HSTS…) with the API's CSP. */
 export function securityHeaders(): RequestHandler {
-  return helmet({ contentSecurityPolicy: API_CSP, frameguard: { action: "deny" }, referrerPolicy: { policy: "no-referrer" } });
+  return helmet({
+    contentSecurityPolicy: API_CSP,
+    frameguard: { action: "deny" },
+    referrerPolicy: { policy: "no-referrer" },
+  });
 }
 
 /** The console's CSP, replacing the API's on its routes. */

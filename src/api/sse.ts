@@ -46,7 +46,10 @@ export class SseStream {
   private readonly maxBuffered: number;
   private ended = false;
 
-  constructor(private readonly res: Response, opts: SseOptions = {}) {
+  constructor(
+    private readonly res: Response,
+    opts: SseOptions = {},
+  ) {
     res.status(200);
     res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     res.setHeader("Cache-Control", "no-store, no-transform");
@@ -114,24 +117,40 @@ export class SseStream {
 }
 
 /** Writes a run's events from the feeds until the run stops as `until` says or the client leaves. */
-export function streamFeed(sse: SseStream, feeds: RunFeeds, runId: string, opts: Omit<FollowOptions, "signal">): Promise<void> {
+export function streamFeed(
+  sse: SseStream,
+  feeds: RunFeeds,
+  runId: string,
+  opts: Omit<FollowOptions, "signal">,
+): Promise<void> {
   return new Promise<void>((resolve) => {
-    const stop = feeds.listen(runId, opts, (e) => sse.event(e), (error) => {
-      if (error !== undefined) sse.error(error);
-      sse.end();
-      resolve();
-    });
-    sse.signal.addEventListener("abort", () => {
-      stop();
-      resolve();
-    }, { once: true });
+    const stop = feeds.listen(
+      runId,
+      opts,
+      (e) => sse.event(e),
+      (error) => {
+        if (error !== undefined) sse.error(error);
+        sse.end();
+        resolve();
+      },
+    );
+    sse.signal.addEventListener(
+      "abort",
+      () => {
+        stop();
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
 /** Writes events until the iterable ends, the client leaves or `stop` aborts; then ends the response. */
 export async function pipeEvents(sse: SseStream, events: AsyncIterable<RunEvent>): Promise<void> {
   const it = events[Symbol.asyncIterator]();
-  const left = new Promise<IteratorResult<RunEvent>>((resolve) => sse.signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), { once: true }));
+  const left = new Promise<IteratorResult<RunEvent>>((resolve) =>
+    sse.signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), { once: true }),
+  );
   try {
     for (;;) {
       const r = await Promise.race([it.next(), left]);

@@ -14,7 +14,11 @@ export class StreamSlots {
   acquire(keyId: string): () => void {
     const n = this.open.get(keyId) ?? 0;
     if (this.perKey > 0 && n >= this.perKey) {
-      throw new ToolchainError(ErrorCode.TOO_MANY_STREAMS, `this key already has ${n} open event streams (the limit is ${this.perKey}); close one first`, { details: { limit: this.perKey } });
+      throw new ToolchainError(
+        ErrorCode.TOO_MANY_STREAMS,
+        `this key already has ${n} open event streams (the limit is ${this.perKey}); close one first`,
+        { details: { limit: this.perKey } },
+      );
     }
     this.open.set(keyId, n + 1);
     let released = false;

@@ -4,14 +4,21 @@
  * workspace's demo "Tasks" table is created on its first request if it does not exist yet.
  * Tables page like runs (`limit`, `cursor` → `{ tables, nextCursor }`); a workspace has table and
  * record quotas (QUOTA_EXCEEDED) and a table's definition is bounded (VALUE_TOO_LARGE).
+ * /api/calendar: the workspace's stored calendar (the Gantt's defaults before the configuration's).
  */
 import { Router } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { TableStore } from "../../skills/qtable/store.js";
 import type { TableRecord } from "../../skills/qtable/fields.js";
+import { workspaceCalendar, type CalendarSetting } from "../../skills/qtable/calendar.js";
 import { principalOf } from "./auth.js";
 import { parseWith } from "./errors.js";
-import { CreateTableRequestSchema, ListRecordsQuerySchema, ListTablesQuerySchema } from "./schemas.js";
+import {
+  CalendarRequestSchema,
+  CreateTableRequestSchema,
+  ListRecordsQuerySchema,
+  ListTablesQuerySchema,
+} from "./schemas.js";
 
 const notFound = (id: string) => new ToolchainError(ErrorCode.TABLE_NOT_FOUND, `table ${JSON.stringify(id)} not found`);
 const flat = (r: TableRecord) => ({ ...r.values, id: r.id });
@@ -29,7 +36,14 @@ export function tablesRouter(tables: TableStore): Router {
   };
 
   r.param("tableId", (_req, _res, next, id: string) => {
-    next(id.length <= 200 && !NO_TABLE.test(id) ? undefined : new ToolchainError(ErrorCode.TABLE_NOT_FOUND, "tableId: not a table id or name (too long, or holds a NUL character or a lone surrogate)"));
+    next(
+      id.length <= 200 && !NO_TABLE.test(id)
+        ? undefined
+        : new ToolchainError(
+            ErrorCode.TABLE_NOT_FOUND,
+            "tableId: not a table id or name (too long, or holds a NUL character or a lone surrogate)",
+          ),
+    );
   });
 
   r.get("/api/tables", async (req, res) => {
@@ -52,9 +66,27 @@ export function tablesRouter(tables: TableStore): Router {
 
   r.get("/api/tables/:tableId/records", async (req, res) => {
     const q = parseWith(ListRecordsQuerySchema, req.query, ErrorCode.INVALID_QUERY, "query");
-    const page = await tables.listRecords(await workspace(res), req.params.tableId, { limit: q.limit, cursor: q.cursor });
+    const page = await tables.listRecords(await workspace(res), req.params.tableId, {
+      limit: q.limit,
+      cursor: q.cursor,
+    });
     if (!page) throw notFound(req.params.tableId);
     res.json({ records: page.records.map(flat), nextCursor: page.nextCursor });
+  });
+
+  // the stored calendar and what the Gantt uses with it (a run's context may still override it)
+  const calendarView = (stored: CalendarSetting) => ({
+    calendar: stored,
+    effective: workspaceCalendar(undefined, process.env, stored),
+  });
+  r.get("/api/calendar", async (_req, res) => {
+    const ws = await workspace(res);
+    res.json(calendarView(await tables.getCalendar(ws)));
+  });
+  r.put("/api/calendar", async (req, res) => {
+    const body = parseWith(CalendarRequestSchema, req.body ?? {}, ErrorCode.INVALID_BODY, "body");
+    const ws = await workspace(res);
+    res.json(calendarView(await tables.setCalendar(ws, body)));
   });
 
   return r;

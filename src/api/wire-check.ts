@@ -5,8 +5,9 @@
  * fails `npm run typecheck`.
  */
 import type { PendingConfirmation } from "../kernel/pending.js";
-import type { RunView, StepView } from "../runtime/view.js";
-import type { WirePendingConfirmation, WireRunView, WireStepView } from "./schemas.js";
+import type { RunView, StepView } from "../kernel/run-view.js";
+import type { InboxItem } from "./approval-view.js";
+import type { WireInboxItem, WirePendingConfirmation, WireRunView, WireStepView } from "./schemas.js";
 
 /** The declared keys of T (a loose object's index signature left out). */
 type Known<T> = keyof { [K in keyof T as string extends K ? never : K]: T[K] };
@@ -19,4 +20,5 @@ export type WireDrift = [
   // the API adds traceId to the runtime's view
   Never<OneSided<RunView, Omit<WireRunView, "traceId">>>,
   Never<OneSided<PendingConfirmation, WirePendingConfirmation>>,
+  Never<OneSided<InboxItem, WireInboxItem>>,
 ];

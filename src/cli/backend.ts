@@ -11,7 +11,7 @@ import type { RunStatus } from "../kernel/status.js";
 import type { PlanningOutcome } from "../planner/index.js";
 import type { OpenedRuntime } from "../runtime/open.js";
 import type { ConfirmInput } from "../kernel/decision.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { SkillManifestEntry } from "../skills/registry.js";
 import type { RunPage } from "../store/run-store.js";
 import { PgAccessStore } from "../store/pg-access-store.js";
@@ -40,6 +40,8 @@ export interface Backend {
   start(input: StartInput): Promise<Execution>;
   confirm(runId: string, input: ConfirmInput): Promise<Execution>;
   cancel(runId: string, reason?: string): Promise<Execution>;
+  /** Run a failed run again from where it failed (Runtime.redrive / POST …/redrive). */
+  redrive(runId: string, overrides?: Record<string, Record<string, unknown>>): Promise<Execution>;
   getRun(runId: string): Promise<RunView>;
   events(runId: string, after?: number): Promise<RunEvent[]>;
   listRuns(q: { statuses?: RunStatus[]; limit: number; cursor?: string }): Promise<RunPage>;
@@ -60,7 +62,10 @@ export class LocalBackend implements Backend {
     readonly opened: OpenedRuntime,
     readonly workspace: string,
   ) {
-    this.where = opened.db.kind === "embedded" ? `embedded Postgres in ${process.env.TOOLCHAIN_DATA_DIR || defaultDataDir()}` : "Postgres server (DATABASE_URL)";
+    this.where =
+      opened.db.kind === "embedded"
+        ? `embedded Postgres in ${process.env.TOOLCHAIN_DATA_DIR || defaultDataDir()}`
+        : "Postgres server (DATABASE_URL)";
   }
 
   /** The workspace and its QTable "Tasks" table exist before a run references them (as `npm start` does for "local"). */
@@ -74,7 +79,13 @@ export class LocalBackend implements Backend {
   async start(input: StartInput): Promise<Execution> {
     await this.ensureWorkspace();
     // the operator at this terminal owns the database: a person who may relax confirmations where skills allow it
-    const opts = { context: input.context ?? {}, memory: input.memory ?? {}, workspaceId: this.workspace, author: { kind: "person", via: "cli", mayRelaxConfirmation: true } as const, requestedBy: terminalUser() };
+    const opts = {
+      context: input.context ?? {},
+      memory: input.memory ?? {},
+      workspaceId: this.workspace,
+      author: { kind: "person", via: "cli", mayRelaxConfirmation: true } as const,
+      requestedBy: terminalUser(),
+    };
     const { runtime } = this.opened;
     return input.request !== undefined ? runtime.runRequest(input.request, opts) : runtime.run(input.plan, opts);
   }
@@ -85,6 +96,10 @@ export class LocalBackend implements Backend {
 
   async cancel(runId: string, reason?: string): Promise<Execution> {
     return this.opened.runtime.cancel(runId, reason, terminalUser());
+  }
+
+  async redrive(runId: string, overrides?: Record<string, Record<string, unknown>>): Promise<Execution> {
+    return this.opened.runtime.redrive(runId, { overrides }, terminalUser());
   }
 
   getRun(runId: string): Promise<RunView> {
@@ -98,7 +113,12 @@ export class LocalBackend implements Backend {
   }
 
   listRuns(q: { statuses?: RunStatus[]; limit: number; cursor?: string }): Promise<RunPage> {
-    return this.opened.runtime.store.listRuns({ workspaceId: this.workspace, statuses: q.statuses, limit: q.limit, cursor: q.cursor });
+    return this.opened.runtime.store.listRuns({
+      workspaceId: this.workspace,
+      statuses: q.statuses,
+      limit: q.limit,
+      cursor: q.cursor,
+    });
   }
 
   plan(request: string, opts: { context?: unknown; memory?: Record<string, unknown> }): Promise<PlanningOutcome> {
@@ -115,7 +135,7 @@ export class LocalBackend implements Backend {
 }
 
 /** On a local database the person at the terminal acts (their OS account names them). */
-function terminalUser(): Acting {
+export function terminalUser(): Acting {
   let id = "local";
   try {
     id = userInfo().username || id;

@@ -2,7 +2,8 @@
  * What every command shares: the global flags (`--url`, `--key`, `--json`), where output goes,
  * and the backend they act on (this process's runtime, or a server).
  */
-import { openRuntime } from "../runtime/open.js";
+import type { Command } from "commander";
+import { openRuntime, type OpenedRuntime } from "../runtime/open.js";
 import { LocalBackend, LOCAL_WORKSPACE, type Backend } from "./backend.js";
 import { terminalLine } from "./escape.js";
 import { usage } from "./exit.js";
@@ -26,10 +27,16 @@ export interface Ctx {
   urlFlag: boolean;
   stdout: Out;
   style: Style;
+  /** Opens the runtime on the database (with the embedding program's skills: src/cli/program.ts). */
+  openRuntime(): Promise<OpenedRuntime>;
   out(line: string): void;
 }
 
-export function makeCtx(flags: GlobalFlags, stdout: Out = process.stdout): Ctx {
+export function makeCtx(
+  flags: GlobalFlags,
+  stdout: Out = process.stdout,
+  onRuntime?: (opened: OpenedRuntime) => Promise<void> | void,
+): Ctx {
   const url = flags.url ?? (process.env.TOOLCHAIN_URL || undefined);
   const json = Boolean(flags.json);
   return {
@@ -38,6 +45,16 @@ export function makeCtx(flags: GlobalFlags, stdout: Out = process.stdout): Ctx {
     key: flags.key ?? (process.env.TOOLCHAIN_API_KEY || undefined),
     urlFlag: flags.url !== undefined,
     stdout,
+    openRuntime: async () => {
+      const opened = await openRuntime();
+      try {
+        await onRuntime?.(opened);
+      } catch (e) {
+        await opened.close();
+        throw e;
+      }
+      return opened;
+    },
     style: json ? { color: false } : styleFor(stdout),
     // human output: run data was escaped where it was put into lines; this is the last line of defence
     out: (line) => void stdout.write(`${terminalLine(line)}\n`),
@@ -52,19 +69,25 @@ export function printJson(ctx: Ctx, value: unknown): void {
 export async function openBackend(ctx: Ctx, workspace?: string): Promise<Backend> {
   if (ctx.url) {
     if (!/^https?:\/\//.test(ctx.url)) throw usage(`--url: expected http://… or https://…, got "${ctx.url}"`);
-    if (!ctx.key) throw usage("--url needs an API key: --key <key> or TOOLCHAIN_API_KEY (the local one is in .data/local-api-key)");
+    if (!ctx.key)
+      throw usage("--url needs an API key: --key <key> or TOOLCHAIN_API_KEY (the local one is in .data/local-api-key)");
     if (workspace) throw usage("--workspace: with --url the key's workspace is used");
     return new RemoteBackend(ctx.url, ctx.key);
   }
-  return new LocalBackend(await openRuntime(), workspace ?? (process.env.TOOLCHAIN_WORKSPACE || LOCAL_WORKSPACE));
+  return new LocalBackend(await ctx.openRuntime(), workspace ?? (process.env.TOOLCHAIN_WORKSPACE || LOCAL_WORKSPACE));
 }
 
 /** Commands that open the database themselves (serve, worker, keys, …) refuse an explicit --url. */
 export function localOnly(ctx: Ctx, command: string): void {
-  if (ctx.urlFlag) throw usage(`${command} works on the database (DATABASE_URL or the embedded one), not on a server: drop --url`);
+  if (ctx.urlFlag)
+    throw usage(`${command} works on the database (DATABASE_URL or the embedded one), not on a server: drop --url`);
 }
 
-export async function withBackend<T>(ctx: Ctx, workspace: string | undefined, fn: (b: Backend) => Promise<T>): Promise<T> {
+export async function withBackend<T>(
+  ctx: Ctx,
+  workspace: string | undefined,
+  fn: (b: Backend) => Promise<T>,
+): Promise<T> {
   const b = await openBackend(ctx, workspace);
   try {
     return await fn(b);
@@ -89,3 +112,9 @@ export function ioFor(ctx: Ctx, noInput: boolean): Io {
     json: ctx.json,
   };
 }
+
+/** Registers a command's action: the program supplies the context and records the exit code. */
+export type Register = (
+  cmd: Command,
+  action: (ctx: Ctx, args: unknown[], opts: Record<string, unknown>) => Promise<number>,
+) => Command;

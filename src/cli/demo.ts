@@ -14,12 +14,15 @@ import { PgAccessStore } from "../store/pg-access-store.js";
 import { defaultDataDir } from "../store/db.js";
 import { ioFor, printJson, type Ctx } from "./context.js";
 import { Exit, exitForStatus, jsonObjectArg } from "./exit.js";
-import { ask, follow } from "./flow.js";
+import { askOnce, follow } from "./flow.js";
 import type { ConfirmInput } from "../kernel/decision.js";
 import { RunModel } from "./model.js";
 import { previewText, summaryLine } from "./render.js";
 
-export const DEMO_PLAN_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../examples/approval-system.plan.json");
+export const DEMO_PLAN_FILE = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../../examples/approval-system.plan.json",
+);
 export const DEMO_WORKSPACE = "local";
 export const DEMO_GOAL = "Plan an approval system with multi-level sign-off, e-mail notifications and an audit log";
 
@@ -51,7 +54,9 @@ export async function demoCommand(opened: OpenedRuntime, ctx: Ctx, o: Record<str
   const io = ioFor(ctx, o.input === false || Boolean(o.approve) || Boolean(o.reject));
   if (!ctx.json) {
     ctx.out(`Demo: "${context.goal}"`);
-    ctx.out(`plan ${path.relative(process.cwd(), DEMO_PLAN_FILE)} · workspace "${DEMO_WORKSPACE}" · table "${table.name}" (${table.id}) · start ${context.startDate} · ${db.kind === "embedded" ? "embedded Postgres" : "Postgres server"}\n`);
+    ctx.out(
+      `plan ${path.relative(process.cwd(), DEMO_PLAN_FILE)} · workspace "${DEMO_WORKSPACE}" · table "${table.name}" (${table.id}) · start ${context.startDate} · ${db.kind === "embedded" ? "embedded Postgres" : "Postgres server"}\n`,
+    );
   }
   const plan = loadDemoPlan() as Parameters<RunModel["setPlan"]>[0];
   const h = runtime.run(plan, { workspaceId: DEMO_WORKSPACE, context });
@@ -64,7 +69,9 @@ export async function demoCommand(opened: OpenedRuntime, ctx: Ctx, o: Record<str
     // the key is never printed: the hint reads it from its file
     const keyRef = keyFile ? `$(cat ${path.relative(process.cwd(), keyFile) || keyFile})` : "<your key>";
     if (!ctx.json) {
-      ctx.out(`\nThe run waits for confirmation of step "create" (qtable.task.records.create); nothing is written until then.\n`);
+      ctx.out(
+        `\nThe run waits for confirmation of step "create" (qtable.task.records.create); nothing is written until then.\n`,
+      );
       ctx.out(previewText(pending.preview));
       ctx.out(`
 Decide now, or later (the run waits durably, across restarts):
@@ -77,7 +84,7 @@ or over HTTP, with the server running (npm start):
 `);
     }
     let decision: ConfirmInput["decision"] | undefined = o.approve ? "approve" : o.reject ? "reject" : undefined;
-    if (!decision && io.interactive) decision = (await ask(pending, io))?.decision;
+    if (!decision && io.interactive) decision = (await askOnce(pending, io))?.decision;
     if (!decision) {
       if (ctx.json) printJson(ctx, view);
       else ctx.out(`Left waiting: run ${view.runId}.`);
@@ -91,8 +98,9 @@ or over HTTP, with the server running (npm start):
     printJson(ctx, view);
     return exitForStatus(view.status);
   }
-  ctx.out(`\n${summaryLine(view, ctx.style, model.lastAt !== undefined && model.createdAt !== undefined ? model.lastAt - model.createdAt : undefined)}`);
-  const gantt = view.steps.find((s) => s.stepId === "gantt")?.output as { finish?: string; criticalPath?: string[] } | undefined;
+  ctx.out(`\n${summaryLine(view, ctx.style, model.lastAt !== undefined ? model.workedMs(model.lastAt) : undefined)}`);
+  const gantt = view.steps.find((s) => s.stepId === "gantt")?.output as
+    { finish?: string; criticalPath?: string[] } | undefined;
   if (gantt?.finish) ctx.out(`finish ${gantt.finish}; critical path: ${gantt.criticalPath?.join(" → ")}`);
   const page = await tables.listRecords(DEMO_WORKSPACE, table.id, { limit: 1_000 });
   ctx.out(`table "${table.name}" now holds ${page?.records.length ?? 0} records (GET /api/tables/${table.id}/records)`);

@@ -15,7 +15,8 @@
 // eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 // eslint-disable-next-line no-control-regex
-const UNSAFE_KEEPING_OURS = /\u001b\[[0-9;]*m|[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_KEEPING_OURS =
+  /\u001b\[[0-9;]*m|[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 const shown = (c: string) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
@@ -23,11 +24,6 @@ const shown = (c: string) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padS
 /** Run data, made inert for a terminal (one line, no control). */
 export function esc(s: string): string {
   return s.replace(UNSAFE, shown);
-}
-
-/** Any value as inert text: strings escaped, others through String(). */
-export function escAny(v: unknown): string {
-  return esc(typeof v === "string" ? v : String(v));
 }
 
 /** A line (or lines) about to be written: only the CLI's own newlines and SGR colour codes pass. */

@@ -71,6 +71,7 @@ export function jsonObjectArg(value: string | undefined, what: string): Record<s
 /** How an error reaches the user: `CODE: message`, and its exit code. */
 export function describeError(e: unknown): { code: string; message: string; exit: ExitCode } {
   const err = e as { code?: unknown; message?: string } | null;
-  if (err && typeof err.code === "string" && /^[A-Z][A-Z_]+$/.test(err.code)) return { code: err.code, message: err.message ?? String(e), exit: Exit.usage };
+  if (err && typeof err.code === "string" && /^[A-Z][A-Z_]+$/.test(err.code))
+    return { code: err.code, message: err.message ?? String(e), exit: Exit.usage };
   return { code: "INTERNAL", message: err?.message ?? String(e), exit: Exit.failed };
 }

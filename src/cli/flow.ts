@@ -3,15 +3,14 @@
  * and resolved arguments, then approved (`--yes`), asked (a terminal on stdin and stdout), or
  * left waiting (`--no-input`, `--json`, or no terminal) with how to decide later.
  */
-import { createInterface } from "node:readline/promises";
 import type { PendingConfirmation } from "../kernel/pending.js";
-import type { ConfirmInput } from "../kernel/decision.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { Backend, Execution } from "./backend.js";
 import { exitForStatus, type ExitCode } from "./exit.js";
 import type { Progress } from "./live.js";
 import { RunModel } from "./model.js";
 import { esc } from "./escape.js";
+import { ask, decidedText, endsWait, type Answer } from "./prompt.js";
 import { confirmationLines, howToConfirm, summaryLine, type Style } from "./render.js";
 
 export interface Io {
@@ -41,40 +40,21 @@ export async function follow(exec: Execution, model: RunModel, io: Io, where?: s
   }
 }
 
-type Answer = Pick<ConfirmInput, "decision" | "comment"> | undefined;
+/** Ask a person to decide `p` on the terminal; undefined: leave it waiting (demo.ts; nothing else decides its runs). */
+export async function askOnce(p: PendingConfirmation, io: Io): Promise<Answer> {
+  const r = await ask(p, { out: io.out });
+  return r.kind === "answer" ? r.answer : undefined;
+}
 
-const CHOICES: Record<NonNullable<PendingConfirmation["kind"]>, { prompt: string; map: Record<string, ConfirmInput["decision"]> }> = {
-  confirmation: { prompt: "[y] approve  [n] reject  [Enter] leave it waiting", map: { y: "approve", yes: "approve", a: "approve", approve: "approve", n: "reject", no: "reject", r: "reject", reject: "reject" } },
-  in_doubt: { prompt: "[y] run it again  [d] mark it done  [n] reject  [Enter] leave it waiting", map: { y: "approve", yes: "approve", d: "mark_done", done: "mark_done", n: "reject", no: "reject" } },
-  compensation: { prompt: "[y] retry the compensation  [s] skip it  [n] stop  [Enter] leave it waiting", map: { y: "approve", yes: "approve", s: "skip", skip: "skip", n: "reject", no: "reject" } },
-};
+const lastSeq = async (backend: Backend, runId: string) =>
+  (await backend.events(runId, 0).catch(() => [])).reduce((m, e) => Math.max(m, e.seq), 0);
 
-/** Ask a person to decide `p` on the terminal; undefined: leave it waiting. */
-export async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
-  const c = CHOICES[p.kind ?? "confirmation"];
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
-  // Ctrl-C at the prompt leaves the run waiting (and says how to decide later), like Enter
-  const abort = new AbortController();
-  rl.once("SIGINT", () => abort.abort());
-  // so does the end of input (Ctrl-D)
-  rl.once("close", () => abort.abort());
-  try {
-    for (;;) {
-      let a: string;
-      try {
-        a = (await rl.question(`Decide "${esc(p.stepId)}": ${c.prompt} › `, { signal: abort.signal })).trim().toLowerCase();
-      } catch (e) {
-        if ((e as Error).name !== "AbortError") throw e;
-        io.out("");
-        return undefined;
-      }
-      if (a === "") return undefined;
-      const decision = c.map[a];
-      if (decision) return { decision };
-      io.out(`"${esc(a)}": answer one of ${Object.keys(c.map).join(", ")}, or press Enter`);
-    }
-  } finally {
-    rl.close();
+/** A decision made elsewhere resumed the run: poll its view until it settles again. */
+async function settledElsewhere(backend: Backend, runId: string): Promise<RunView> {
+  for (;;) {
+    const v = await backend.getRun(runId);
+    if (v.status !== "running" && v.status !== "queued" && v.status !== "planning") return v;
+    await new Promise((r) => setTimeout(r, 300));
   }
 }
 
@@ -82,27 +62,75 @@ export async function ask(p: PendingConfirmation, io: Io): Promise<Answer> {
  * Settle `first`, then answer confirmations until the run ends or one is left waiting. The
  * exit code follows the last view: 0 completed, 3 waiting, 1 any other end.
  */
-export async function settle(backend: Backend, first: Execution, model: RunModel, io: Io, d: Decide): Promise<{ view: RunView; exit: ExitCode }> {
+export async function settle(
+  backend: Backend,
+  first: Execution,
+  model: RunModel,
+  io: Io,
+  d: Decide,
+): Promise<{ view: RunView; exit: ExitCode }> {
   let view = await follow(first, model, io, backend.where);
+  let decided = 0;
   for (;;) {
     const p = view.status === "waiting_confirmation" ? view.pendingConfirmations[0] : undefined;
     if (!p) break;
     if (!io.json) {
       io.out("");
-      for (const q of view.pendingConfirmations) io.out(confirmationLines(q, io.style).join("\n"));
+      for (const q of view.pendingConfirmations) io.out(confirmationLines(q, io.style, view.runId).join("\n"));
       io.out("");
     }
-    const answer: Answer = d.yes ? { decision: "approve", comment: "approved with --yes" } : io.interactive ? await ask(p, io) : undefined;
+    let answer: Answer;
+    if (d.yes) answer = { decision: "approve", comment: "approved with --yes" };
+    else if (io.interactive) {
+      // follow the run while asking: someone may decide this step elsewhere meanwhile
+      const asked = await ask(p, {
+        out: io.out,
+        watch: { events: (after) => backend.events(view.runId, after), after: await lastSeq(backend, view.runId) },
+      });
+      if (asked.kind === "elsewhere") {
+        const e = asked.event;
+        io.out(
+          e.type === "step_confirmed"
+            ? `Step "${esc(p.stepId)}" was ${decidedText(e)} while this prompt was open.`
+            : `Run ${esc(view.runId)} was ${decidedText(e)} while this prompt was open.`,
+        );
+        decided++;
+        view = await settledElsewhere(backend, view.runId);
+        continue;
+      }
+      answer = asked.answer;
+    }
     if (!answer) {
-      if (!io.json) io.out(howToConfirm(view, io.connection).join("\n"));
+      if (!io.json) io.out(howToConfirm(view, io.connection, decided).join("\n"));
       break;
     }
-    if (!io.json) io.out(`${answer.decision === "approve" ? "Approving" : answer.decision === "reject" ? "Rejecting" : `Deciding ${answer.decision} for`} "${esc(p.stepId)}"…`);
-    const next = await backend.confirm(view.runId, { stepId: p.stepId, ...answer, ...(p.round !== undefined ? { round: p.round } : {}) });
+    if (!io.json)
+      io.out(
+        `${answer.decision === "approve" ? "Approving" : answer.decision === "reject" ? "Rejecting" : `Deciding ${answer.decision} for`} "${esc(p.stepId)}"…`,
+      );
+    let next: Execution;
+    try {
+      next = await backend.confirm(view.runId, {
+        stepId: p.stepId,
+        ...answer,
+        ...(p.round !== undefined ? { round: p.round } : {}),
+      });
+    } catch (e) {
+      // decided elsewhere between the last look and the answer: say what happened and who did it
+      if ((e as { code?: string }).code !== "CONFIRMATION_NOT_PENDING") throw e;
+      const theirs = (await backend.events(view.runId, 0).catch(() => [])).filter((x) => endsWait(x, p.stepId)).pop();
+      if (!theirs) throw e;
+      io.out(`Step "${esc(p.stepId)}" was already ${decidedText(theirs)}; your answer was not recorded.`);
+      decided++;
+      view = await settledElsewhere(backend, view.runId);
+      continue;
+    }
+    decided++;
     view = await follow(next, model, io);
   }
-  // the run's own time (first to last event), not the time a person took to answer
-  if (!io.json) io.out(summaryLine(view, io.style, model.createdAt !== undefined && model.lastAt !== undefined ? model.lastAt - model.createdAt : undefined));
+  // the run's own time (first to last event, less its waits for a person), as the header showed it
+  if (!io.json)
+    io.out(summaryLine(view, io.style, model.lastAt !== undefined ? model.workedMs(model.lastAt) : undefined));
   return { view, exit: exitForStatus(view.status) };
 }
 

@@ -5,7 +5,13 @@
  * A key is printed once, when created; only its sha256 is stored. With an embedded database, stop
  * the server first (one process owns an embedded database).
  */
-import { assertKeyUser, KEY_PERMISSIONS, type AccessStore, type KeyPermission, type KeyUser } from "../store/access-store.js";
+import {
+  assertKeyUser,
+  KEY_PERMISSIONS,
+  type AccessStore,
+  type KeyPermission,
+  type KeyUser,
+} from "../store/access-store.js";
 
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
@@ -17,20 +23,45 @@ export interface KeysHooks {
   onWorkspace?(workspaceId: string): Promise<Record<string, unknown> | undefined>;
 }
 
-export async function keysCommand(access: AccessStore, args: string[], out: (s: string) => void = console.log, hooks: KeysHooks = {}): Promise<number> {
+export async function keysCommand(
+  access: AccessStore,
+  args: string[],
+  out: (s: string) => void = console.log,
+  hooks: KeysHooks = {},
+): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "create": {
       const workspace = flag(rest, "--workspace");
       if (!workspace) {
-        console.error("usage: toolchain keys create --workspace <id> [--skills a,b] [--label text] [--user <id> [--name text] [--roles approver,viewer]]");
+        console.error(
+          "usage: toolchain keys create --workspace <id> [--skills a,b] [--label text] [--user <id> [--name text] [--roles approver,viewer]]",
+        );
         return 2;
       }
       const skills = flag(rest, "--skills");
-      const ws = await access.ensureWorkspace(workspace, skills !== undefined ? { allowedSkills: skills === "*" ? null : skills.split(",").map((s) => s.trim()).filter(Boolean) } : {});
+      const ws = await access.ensureWorkspace(
+        workspace,
+        skills !== undefined
+          ? {
+              allowedSkills:
+                skills === "*"
+                  ? null
+                  : skills
+                      .split(",")
+                      .map((s) => s.trim())
+                      .filter(Boolean),
+            }
+          : {},
+      );
       const extra = (await hooks.onWorkspace?.(ws.workspaceId)) ?? {};
       const permit = flag(rest, "--permit");
-      const permissions = permit ? permit.split(",").map((s) => s.trim()).filter(Boolean) : [];
+      const permissions = permit
+        ? permit
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [];
       const bad = permissions.find((p) => !KEY_PERMISSIONS.includes(p as KeyPermission));
       if (bad) {
         console.error(`--permit: unknown permission "${bad}" (known: ${KEY_PERMISSIONS.join(", ")})`);
@@ -41,7 +72,18 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
       if (userId !== undefined) {
         const name = flag(rest, "--name");
         const roles = flag(rest, "--roles");
-        user = { id: userId, ...(name !== undefined ? { name } : {}), ...(roles !== undefined ? { roles: roles.split(",").map((s) => s.trim()).filter(Boolean) as KeyUser["roles"] } : {}) };
+        user = {
+          id: userId,
+          ...(name !== undefined ? { name } : {}),
+          ...(roles !== undefined
+            ? {
+                roles: roles
+                  .split(",")
+                  .map((s) => s.trim())
+                  .filter(Boolean) as KeyUser["roles"],
+              }
+            : {}),
+        };
         try {
           assertKeyUser(user, "--user");
         } catch (e) {
@@ -52,8 +94,26 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
         console.error("--roles and --name describe a personal key's user: add --user <id>");
         return 2;
       }
-      const { key, info } = await access.createKey(workspace, { label: flag(rest, "--label"), permissions: permissions as KeyPermission[], ...(user ? { user } : {}) });
-      out(JSON.stringify({ key, keyId: info.keyId, workspaceId: ws.workspaceId, allowedSkills: ws.allowedSkills, permissions, ...(user ? { user } : {}), ...extra }, null, 2));
+      const { key, info } = await access.createKey(workspace, {
+        label: flag(rest, "--label"),
+        permissions: permissions as KeyPermission[],
+        ...(user ? { user } : {}),
+      });
+      out(
+        JSON.stringify(
+          {
+            key,
+            keyId: info.keyId,
+            workspaceId: ws.workspaceId,
+            allowedSkills: ws.allowedSkills,
+            permissions,
+            ...(user ? { user } : {}),
+            ...extra,
+          },
+          null,
+          2,
+        ),
+      );
       console.error("store this key now: it is not shown again");
       return 0;
     }
@@ -66,7 +126,9 @@ export async function keysCommand(access: AccessStore, args: string[], out: (s: 
       return ok ? 0 : 1;
     }
     default:
-      console.error("usage: toolchain keys create --workspace <id> [--skills a,b] | keys list [--workspace <id>] | keys revoke <keyId>");
+      console.error(
+        "usage: toolchain keys create --workspace <id> [--skills a,b] | keys list [--workspace <id>] | keys revoke <keyId>",
+      );
       return 2;
   }
 }

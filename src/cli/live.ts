@@ -100,7 +100,8 @@ export class Progress {
     let tree = treeLines(m, o);
     // a frame taller than the screen cannot be redrawn in place: keep the unfinished steps in view
     const room = Math.max(3, (this.out.rows ?? 40) - 2);
-    if (tree.length > room) tree = [...tree.slice(0, room - 1), clip(`  … ${tree.length - room + 1} more steps`, o.width)];
+    if (tree.length > room)
+      tree = [...tree.slice(0, room - 1), clip(`  … ${tree.length - room + 1} more steps`, o.width)];
     return [headerLine(m, { ...o, startedAt: this.startedAt }), ...tree.map((l) => clip(`  ${l}`, o.width))];
   }
 

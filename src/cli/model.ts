@@ -3,10 +3,10 @@
  * by each numbered event (the same events locally and over SSE). Pure: no I/O, no clock.
  */
 import type { RunEvent } from "../kernel/events.js";
-import { runStatusAfter, STEP_STATUS_AFTER } from "../kernel/projection.js";
+import { runStatusAfter, STEP_STATUS_AFTER, stepsResetBy } from "../kernel/projection.js";
 import type { StepError } from "../kernel/errors.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 
 export interface StepState {
   stepId: string;
@@ -25,6 +25,13 @@ export interface StepState {
   decision?: string;
 }
 
+/** " by Ana Lopez" from an event's `by`. */
+const byText = (by: unknown) => {
+  const b = by as { id?: unknown; name?: unknown } | undefined;
+  const who = typeof b?.name === "string" ? b.name : typeof b?.id === "string" ? b.id : undefined;
+  return who ? ` by ${who}` : "";
+};
+
 export class RunModel {
   runId: string;
   status: RunStatus;
@@ -35,10 +42,24 @@ export class RunModel {
   createdAt: number | undefined;
   /** Time of the last event applied. */
   lastAt: number | undefined;
+  /** Time the run spent waiting for a person, over the events applied (closed waits). */
+  waitedMs = 0;
+  /** While the run waits for a person: since when. */
+  waitingSince: number | undefined;
 
   constructor(runId: string, status: RunStatus = "queued") {
     this.runId = runId;
     this.status = status;
+  }
+
+  /**
+   * The run's own time up to `now`: from its creation, less the time it waited for a person (the
+   * header while it runs and the closing line say the same thing).
+   */
+  workedMs(now: number, startedAt = this.createdAt): number | undefined {
+    if (startedAt === undefined) return undefined;
+    const open = this.waitingSince !== undefined ? Math.max(0, now - this.waitingSince) : 0;
+    return Math.max(0, now - startedAt - this.waitedMs - open);
   }
 
   static fromView(view: RunView): RunModel {
@@ -55,7 +76,9 @@ export class RunModel {
         status: s.status,
         attempt: s.attempts,
         // a step that waits for confirmation has not started yet, whatever its record says
-        ...(s.startedAt && s.status !== "waiting_confirmation" && s.status !== "pending" ? { startedAt: Date.parse(s.startedAt) } : {}),
+        ...(s.startedAt && s.status !== "waiting_confirmation" && s.status !== "pending"
+          ? { startedAt: Date.parse(s.startedAt) }
+          : {}),
         ...(s.finishedAt ? { finishedAt: Date.parse(s.finishedAt) } : {}),
         error: s.error,
         ...(s.waitingFor ? { note: waitingForText(s.waitingFor) } : {}),
@@ -69,7 +92,8 @@ export class RunModel {
     const m = new RunModel(view.runId, view.status);
     m.setPlan(view.plan);
     for (const e of events) m.apply(e);
-    for (const s of view.steps) Object.assign(m.steps.get(s.stepId)!, { status: s.status, attempt: s.attempts, error: s.error });
+    for (const s of view.steps)
+      Object.assign(m.steps.get(s.stepId)!, { status: s.status, attempt: s.attempts, error: s.error });
     m.status = view.status;
     const created = Date.parse(view.createdAt);
     if (Number.isFinite(created)) m.createdAt = created;
@@ -82,7 +106,13 @@ export class RunModel {
     for (const s of plan.steps) {
       if (this.steps.has(s.stepId)) continue;
       this.order.push(s.stepId);
-      this.steps.set(s.stepId, { stepId: s.stepId, skillName: s.skillName, dependsOn: [...(s.dependsOn ?? [])], status: "pending", attempt: 0 });
+      this.steps.set(s.stepId, {
+        stepId: s.stepId,
+        skillName: s.skillName,
+        dependsOn: [...(s.dependsOn ?? [])],
+        status: "pending",
+        attempt: 0,
+      });
     }
   }
 
@@ -91,8 +121,19 @@ export class RunModel {
     this.lastAt = at;
     this.createdAt ??= at;
     const d = e.data;
-    if (e.type === "planning_completed" && d.plan && typeof d.plan === "object") this.setPlan(d.plan as Parameters<RunModel["setPlan"]>[0]);
+    if (e.type === "planning_completed" && d.plan && typeof d.plan === "object")
+      this.setPlan(d.plan as Parameters<RunModel["setPlan"]>[0]);
+    const before = this.status;
     this.status = runStatusAfter(e, this.status) ?? this.status;
+    if (this.status === "waiting_confirmation" && before !== "waiting_confirmation") this.waitingSince = at;
+    if (this.status !== "waiting_confirmation" && this.waitingSince !== undefined) {
+      this.waitedMs += Math.max(0, at - this.waitingSince);
+      this.waitingSince = undefined;
+    }
+    for (const id of stepsResetBy(e)) {
+      const r = this.steps.get(id);
+      if (r) Object.assign(r, { status: "pending", finishedAt: undefined, note: undefined });
+    }
     const s = e.stepId ? this.steps.get(e.stepId) : undefined;
     if (!s) return;
     const next = STEP_STATUS_AFTER[e.type];
@@ -118,7 +159,7 @@ export class RunModel {
         break;
       case "step_confirmed":
         s.note = undefined;
-        s.decision = `${String(d.decision)}${d.decision === "approve" ? "d" : d.decision === "reject" ? "ed" : ""}${d.comment ? `: ${String(d.comment)}` : ""}`;
+        s.decision = `${String(d.decision)}${d.decision === "approve" ? "d" : d.decision === "reject" ? "ed" : ""}${byText(d.by)}${d.comment ? `: ${String(d.comment)}` : ""}`;
         break;
       case "step_completed":
       case "step_failed":
@@ -181,7 +222,9 @@ export function layoutTree(steps: readonly { stepId: string; dependsOn: readonly
   const topo: string[] = [];
   const placed = new Set<string>();
   while (topo.length < steps.length) {
-    const next = steps.find((s) => !placed.has(s.stepId) && deps.get(s.stepId)!.every((d) => placed.has(d))) ?? steps.find((s) => !placed.has(s.stepId))!;
+    const next =
+      steps.find((s) => !placed.has(s.stepId) && deps.get(s.stepId)!.every((d) => placed.has(d))) ??
+      steps.find((s) => !placed.has(s.stepId))!;
     placed.add(next.stepId);
     topo.push(next.stepId);
   }
@@ -192,7 +235,12 @@ export function layoutTree(steps: readonly { stepId: string; dependsOn: readonly
     let best: string | undefined;
     for (const d of deps.get(id)!) {
       if (!depth.has(d)) continue;
-      if (best === undefined || depth.get(d)! > depth.get(best)! || (depth.get(d) === depth.get(best) && rank.get(d)! > rank.get(best)!)) best = d;
+      if (
+        best === undefined ||
+        depth.get(d)! > depth.get(best)! ||
+        (depth.get(d) === depth.get(best) && rank.get(d)! > rank.get(best)!)
+      )
+        best = d;
     }
     parent.set(id, best);
     depth.set(id, best === undefined ? 0 : depth.get(best)! + 1);
@@ -204,7 +252,11 @@ export function layoutTree(steps: readonly { stepId: string; dependsOn: readonly
   }
   const rows: TreeRow[] = [];
   const walk = (id: string, prefix: string, indent: string, isRoot: boolean, last: boolean) => {
-    rows.push({ stepId: id, prefix: isRoot ? "" : `${indent}${last ? "└─ " : "├─ "}`, alsoAfter: deps.get(id)!.filter((d) => d !== parent.get(id)) });
+    rows.push({
+      stepId: id,
+      prefix: isRoot ? "" : `${indent}${last ? "└─ " : "├─ "}`,
+      alsoAfter: deps.get(id)!.filter((d) => d !== parent.get(id)),
+    });
     const kids = children.get(id) ?? [];
     const childIndent = isRoot ? "" : `${indent}${last ? "   " : "│  "}`;
     kids.forEach((k, i) => walk(k, prefix, childIndent, false, i === kids.length - 1));

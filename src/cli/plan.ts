@@ -22,26 +22,51 @@ export async function planCommand(ctx: Ctx, b: Backend, o: Record<string, unknow
   const out = await b.plan(request, { context, memory });
   if (o.out) writeFileSync(o.out as string, `${JSON.stringify(out.plan, null, 2)}\n`);
   if (ctx.json) {
-    printJson(ctx, { plan: out.plan, planner: out.planner, warnings: out.warnings, usage: out.usage ?? null, repairRounds: out.repairRounds, durationMs: out.durationMs, asks: out.asks ?? [] });
+    printJson(ctx, {
+      plan: out.plan,
+      planner: out.planner,
+      warnings: out.warnings,
+      usage: out.usage ?? null,
+      repairRounds: out.repairRounds,
+      durationMs: out.durationMs,
+      asks: out.asks ?? [],
+    });
     return Exit.ok;
   }
   const p = out.planner;
   // the plan is a model's output: every part of it is data (src/cli/escape.ts)
-  ctx.out(esc(`planned by the ${p.kind} planner${p.model ? ` (${p.model})` : ""}${p.fallbackReason ? `: ${p.fallbackReason}, ${p.fallbackDetail}` : ""} in ${out.durationMs} ms`));
+  ctx.out(
+    esc(
+      `planned by the ${p.kind} planner${p.model ? ` (${p.model})` : ""}${p.fallbackReason ? `: ${p.fallbackReason}, ${p.fallbackDetail}` : ""} in ${out.durationMs} ms`,
+    ),
+  );
   if (out.plan.goal) ctx.out(paint(ctx.style, "dim", `goal: ${esc(out.plan.goal)}`));
   ctx.out("");
   const steps = out.plan.steps;
   const byId = new Map(steps.map((s) => [s.stepId, s]));
   for (const r of layoutTree(steps.map((s) => ({ stepId: s.stepId, dependsOn: s.dependsOn ?? [] })))) {
     const s = byId.get(r.stepId)!;
-    const flags = esc([s.requireConfirmation ? "asks for confirmation" : "", r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : ""].filter(Boolean).join(" · "));
-    ctx.out(`  ${r.prefix}${paint(ctx.style, "bold", esc(s.stepId))}  ${paint(ctx.style, "dim", esc(s.skillName))}${flags ? `  ${flags}` : ""}`);
+    const flags = esc(
+      [
+        s.requireConfirmation ? "asks for confirmation" : "",
+        r.alsoAfter.length ? `after ${r.alsoAfter.join(", ")}` : "",
+      ]
+        .filter(Boolean)
+        .join(" · "),
+    );
+    ctx.out(
+      `  ${r.prefix}${paint(ctx.style, "bold", esc(s.stepId))}  ${paint(ctx.style, "dim", esc(s.skillName))}${flags ? `  ${flags}` : ""}`,
+    );
     const args = esc(JSON.stringify(s.arguments ?? {}));
     const indent = `  ${r.prefix.replace(/├─ $/, "│  ").replace(/└─ $/, "   ")}   `;
     ctx.out(`${indent}${paint(ctx.style, "dim", args.length > 140 ? `${args.slice(0, 139)}…` : args)}`);
   }
   for (const w of out.warnings) ctx.out(paint(ctx.style, "yellow", esc(`warning ${w.code}: ${w.message}`)));
   ctx.out("");
-  ctx.out(o.out ? `written to ${String(o.out)}; run it: npx toolchain run ${String(o.out)}` : 'to run it: npx toolchain plan --request "…" --out plan.json && npx toolchain run plan.json (or: npx toolchain run --request "…")');
+  ctx.out(
+    o.out
+      ? `written to ${String(o.out)}; run it: npx toolchain run ${String(o.out)}`
+      : 'to run it: npx toolchain plan --request "…" --out plan.json && npx toolchain run plan.json (or: npx toolchain run --request "…")',
+  );
   return Exit.ok;
 }

@@ -14,14 +14,19 @@ import { Channel } from "../kernel/channel.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import type { PlanningOutcome } from "../planner/index.js";
 import type { ConfirmInput } from "../kernel/decision.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { SkillManifestEntry } from "../skills/registry.js";
 import type { RunPage } from "../store/run-store.js";
 import type { Backend, Execution, StartInput } from "./backend.js";
 import { CliError } from "./exit.js";
 
 /** Events after which a run may have stopped (then its view says whether it did). */
-const MAY_END = new Set<string>(["run_completed", "run_failed", "run_waiting_confirmation", "rollback_waiting_decision"]);
+const MAY_END = new Set<string>([
+  "run_completed",
+  "run_failed",
+  "run_waiting_confirmation",
+  "rollback_waiting_decision",
+]);
 const settledStatus = (s: RunStatus) => TERMINAL_RUN.has(s) || s === "waiting_confirmation";
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((r) => {
@@ -50,18 +55,32 @@ export class RemoteBackend implements Backend {
     this.where = this.base;
   }
 
-  private async fetch(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  private async fetch(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
     try {
       return await fetch(this.base + path, {
         method,
-        headers: { authorization: `Bearer ${this.key}`, "x-toolchain-client": "cli", ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        headers: {
+          authorization: `Bearer ${this.key}`,
+          "x-toolchain-client": "cli",
+          ...(body !== undefined ? { "content-type": "application/json" } : {}),
+          ...headers,
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal,
       });
     } catch (e) {
       if ((e as Error).name === "AbortError") throw e;
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError("UNREACHABLE", `cannot reach ${this.base}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+      throw new CliError(
+        "UNREACHABLE",
+        `cannot reach ${this.base}: ${cause?.code ?? cause?.message ?? (e as Error).message}`,
+      );
     }
   }
 
@@ -77,7 +96,11 @@ export class RemoteBackend implements Backend {
     }
     if (!res.ok) {
       const err = (parsed as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
-      throw new CliError(err?.code ?? `HTTP_${res.status}`, err?.message ?? `${method} ${path} answered ${res.status} ${text.slice(0, 200)}`, err?.details);
+      throw new CliError(
+        err?.code ?? `HTTP_${res.status}`,
+        err?.message ?? `${method} ${path} answered ${res.status} ${text.slice(0, 200)}`,
+        err?.details,
+      );
     }
     return { status: res.status, body: parsed as T };
   }
@@ -93,8 +116,12 @@ export class RemoteBackend implements Backend {
     }
     if (res.status === 204 || !res.body) return;
     if (!res.ok) {
-      const body = (await res.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
-      throw new CliError(body?.error?.code ?? `HTTP_${res.status}`, body?.error?.message ?? `event stream answered ${res.status}`);
+      const body = (await res.json().catch(() => undefined)) as
+        { error?: { code: string; message: string } } | undefined;
+      throw new CliError(
+        body?.error?.code ?? `HTTP_${res.status}`,
+        body?.error?.message ?? `event stream answered ${res.status}`,
+      );
     }
     // the SSE wire format is parsed by eventsource-parser (comments, multi-line data, CRLF)
     const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
@@ -160,7 +187,10 @@ export class RemoteBackend implements Backend {
     })().catch(fail);
     void (async () => {
       while (!finished) {
-        for await (const m of this.sse(`/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${last}`, stop.signal)) {
+        for await (const m of this.sse(
+          `/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${last}`,
+          stop.signal,
+        )) {
           push(JSON.parse(m.data) as RunEvent);
         }
         // the stream ended (204 after the end, idle timeout, server restart): look, then resume after `last`
@@ -180,25 +210,65 @@ export class RemoteBackend implements Backend {
 
   async start(input: StartInput): Promise<Execution> {
     const body = input.request !== undefined ? { request: input.request, autoPlan: true } : { plan: input.plan };
-    const { body: view } = await this.call<RunView>("POST", "/api/tool-chains/run", { ...body, context: input.context ?? {}, memory: input.memory ?? {}, wait: false });
+    const { body: view } = await this.call<RunView>("POST", "/api/tool-chains/run", {
+      ...body,
+      context: input.context ?? {},
+      memory: input.memory ?? {},
+      wait: false,
+    });
     return this.follow(view.runId, 0);
   }
 
   async confirm(runId: string, input: ConfirmInput): Promise<Execution> {
     const after = await this.lastSeq(runId);
-    const answer = this.call<RunView>("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/confirm`, { ...input, wait: true });
+    const answer = this.call<RunView>("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/confirm`, {
+      ...input,
+      wait: true,
+    });
     // a refused decision (CONFIRMATION_NOT_PENDING, …) fails here, before any progress is drawn
-    const early = await Promise.race([answer.then((a) => a, (e: unknown) => ({ error: e })), sleep(300).then(() => undefined)]);
+    const early = await Promise.race([
+      answer.then(
+        (a) => a,
+        (e: unknown) => ({ error: e }),
+      ),
+      sleep(300).then(() => undefined),
+    ]);
     if (early && "error" in early) throw early.error;
-    return this.follow(runId, after, answer.then((a) => (a.status === 200 ? a.body : undefined)));
+    return this.follow(
+      runId,
+      after,
+      answer.then((a) => (a.status === 200 ? a.body : undefined)),
+    );
   }
 
   async cancel(runId: string, reason?: string): Promise<Execution> {
     const after = await this.lastSeq(runId);
-    const answer = this.call<RunView>("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/cancel`, { ...(reason ? { reason } : {}), wait: true });
-    const early = await Promise.race([answer.then((a) => a, (e: unknown) => ({ error: e })), sleep(300).then(() => undefined)]);
+    const answer = this.call<RunView>("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/cancel`, {
+      ...(reason ? { reason } : {}),
+      wait: true,
+    });
+    const early = await Promise.race([
+      answer.then(
+        (a) => a,
+        (e: unknown) => ({ error: e }),
+      ),
+      sleep(300).then(() => undefined),
+    ]);
     if (early && "error" in early) throw early.error;
-    return this.follow(runId, after, answer.then((a) => (a.status === 200 ? a.body : undefined)));
+    return this.follow(
+      runId,
+      after,
+      answer.then((a) => (a.status === 200 ? a.body : undefined)),
+    );
+  }
+
+  async redrive(runId: string, overrides?: Record<string, Record<string, unknown>>): Promise<Execution> {
+    const after = await this.lastSeq(runId);
+    // answered at once (202): the events after the redrive are followed until the run settles
+    await this.call<RunView>("POST", `/api/tool-chains/runs/${encodeURIComponent(runId)}/redrive`, {
+      ...(overrides ? { overrides } : {}),
+    });
+    return this.follow(runId, after);
   }
 
   async getRun(runId: string): Promise<RunView> {
@@ -206,7 +276,12 @@ export class RemoteBackend implements Backend {
   }
 
   async events(runId: string, after = 0): Promise<RunEvent[]> {
-    return (await this.call<{ events: RunEvent[] }>("GET", `/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${after}`)).body.events;
+    return (
+      await this.call<{ events: RunEvent[] }>(
+        "GET",
+        `/api/tool-chains/runs/${encodeURIComponent(runId)}/events?after=${after}`,
+      )
+    ).body.events;
   }
 
   async listRuns(q: { statuses?: RunStatus[]; limit: number; cursor?: string }): Promise<RunPage> {
@@ -217,7 +292,13 @@ export class RemoteBackend implements Backend {
   }
 
   async plan(request: string, opts: { context?: unknown; memory?: Record<string, unknown> }): Promise<PlanningOutcome> {
-    return (await this.call<PlanningOutcome>("POST", "/api/tool-chains/plan", { request, ...(opts.context !== undefined ? { context: opts.context } : {}), ...(opts.memory ? { memory: opts.memory } : {}) })).body;
+    return (
+      await this.call<PlanningOutcome>("POST", "/api/tool-chains/plan", {
+        request,
+        ...(opts.context !== undefined ? { context: opts.context } : {}),
+        ...(opts.memory ? { memory: opts.memory } : {}),
+      })
+    ).body;
   }
 
   async skills(): Promise<SkillManifestEntry[]> {

@@ -7,17 +7,17 @@ import { readFileSync } from "node:fs";
 import { Argument, type Command } from "commander";
 import { RunStatus } from "../kernel/status.js";
 import type { ConfirmInput } from "../kernel/decision.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { Backend, Execution } from "./backend.js";
-import { connectionHint, ioFor, printJson, withBackend, type Ctx } from "./context.js";
+import { connectionHint, ioFor, printJson, withBackend, type Ctx, type Register } from "./context.js";
 import { Exit, jsonArg, jsonObjectArg, usage, type ExitCode } from "./exit.js";
 import { esc } from "./escape.js";
 import { follow, outputLines, settle } from "./flow.js";
 import { RunModel } from "./model.js";
 import { runsTable, showLines } from "./render.js";
+import { registerMigrate } from "./migrate.js";
 
-/** Registers a command's action: the program supplies the context and records the exit code. */
-export type Register = (cmd: Command, action: (ctx: Ctx, args: unknown[], opts: Record<string, unknown>) => Promise<number>) => Command;
+export type { Register } from "./context.js";
 
 /** A plan from a file, `-` (stdin) or inline JSON. */
 function readPlan(arg: string): unknown {
@@ -36,7 +36,10 @@ function readPlan(arg: string): unknown {
 function statusList(v: string | undefined): RunStatus[] | undefined {
   if (!v) return undefined;
   const all = Object.values(RunStatus) as string[];
-  const list = v.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = list.filter((s) => !all.includes(s));
   if (bad.length) throw usage(`--status: unknown status ${bad.join(", ")} (one of ${all.join(", ")})`);
   return list as RunStatus[];
@@ -53,7 +56,8 @@ function finish(ctx: Ctx, view: RunView, exit: ExitCode): number {
 
 async function runCommand(ctx: Ctx, planArg: string | undefined, o: Record<string, unknown>): Promise<number> {
   const request = o.request as string | undefined;
-  if (planArg === undefined && request === undefined) throw usage('run: give a plan file (toolchain run plan.json) or --request "…"');
+  if (planArg === undefined && request === undefined)
+    throw usage('run: give a plan file (toolchain run plan.json) or --request "…"');
   if (planArg !== undefined && request !== undefined) throw usage("run: give a plan file or --request, not both");
   if (request !== undefined && !request.trim()) throw usage("--request: say what to do");
   const plan = planArg !== undefined ? readPlan(planArg) : undefined;
@@ -62,7 +66,8 @@ async function runCommand(ctx: Ctx, planArg: string | undefined, o: Record<strin
   return withBackend(ctx, o.workspace as string | undefined, async (b) => {
     const exec = await b.start({ ...(request !== undefined ? { request } : { plan }), context, memory });
     const model = new RunModel(exec.runId, "queued");
-    if (plan && typeof plan === "object" && Array.isArray((plan as { steps?: unknown }).steps)) model.setPlan(plan as Parameters<RunModel["setPlan"]>[0]);
+    if (plan && typeof plan === "object" && Array.isArray((plan as { steps?: unknown }).steps))
+      model.setPlan(plan as Parameters<RunModel["setPlan"]>[0]);
     const { view, exit } = await settle(b, exec, model, ioFor(ctx, o.input === false), { yes: Boolean(o.yes) });
     return finish(ctx, view, exit);
   });
@@ -87,9 +92,26 @@ async function cancelCommand(ctx: Ctx, runId: string, o: Record<string, unknown>
     const exec: Execution = await b.cancel(runId, o.reason as string | undefined);
     const view = await follow(exec, model, io, b.where);
     if (ctx.json) printJson(ctx, view);
-    else ctx.out(esc(`run ${view.runId} ${view.status.replace(/_/g, " ")}${view.error ? ` · ${view.error.code}: ${view.error.message}` : ""}`));
+    else
+      ctx.out(
+        esc(
+          `run ${view.runId} ${view.status.replace(/_/g, " ")}${view.error ? ` · ${view.error.code}: ${view.error.message}` : ""}`,
+        ),
+      );
     // the cancel was carried out (a run that had already ended stays as it was)
     return Exit.ok;
+  });
+}
+
+async function redriveCommand(ctx: Ctx, runId: string, o: Record<string, unknown>): Promise<number> {
+  const overrides = jsonObjectArg(o.overrides as string | undefined, "--overrides") as
+    Record<string, Record<string, unknown>> | undefined;
+  return withBackend(ctx, undefined, async (b) => {
+    const model = RunModel.fromView(await b.getRun(runId));
+    const exec = await b.redrive(runId, overrides);
+    if (!ctx.json) ctx.out(esc(`redriving run ${runId}`));
+    const { view, exit } = await settle(b, exec, model, ioFor(ctx, o.input === false), { yes: Boolean(o.yes) });
+    return finish(ctx, view, exit);
   });
 }
 
@@ -117,7 +139,9 @@ export function registerRunCommands(program: Command, register: Register): void 
     program
       .command("run")
       .summary("run a plan (or a request) with live progress")
-      .description("Run a plan file (or `-` for stdin, or inline JSON), or a request the planner turns into a plan, drawing its steps as they run. At a confirmation it shows the preview and resolved arguments and asks, on a terminal.")
+      .description(
+        "Run a plan file (or `-` for stdin, or inline JSON), or a request the planner turns into a plan, drawing its steps as they run. At a confirmation it shows the preview and resolved arguments and asks, on a terminal.",
+      )
       .argument("[plan]", "plan file (JSON), - for stdin")
       .option("-r, --request <text>", "plan this request and run it (the run starts in planning)")
       .option("--context <json|file>", "the run's context, read by $ref: context.… (inline JSON, @file or a file path)")
@@ -136,7 +160,8 @@ export function registerRunCommands(program: Command, register: Register): void 
           .argument("<runId>")
           .argument("<stepId>"),
       ),
-      (ctx, [runId, stepId], o) => decide(ctx, runId as string, { stepId: stepId as string, decision, ...decisionInput(o) }, o),
+      (ctx, [runId, stepId], o) =>
+        decide(ctx, runId as string, { stepId: stepId as string, decision, ...decisionInput(o) }, o),
     );
   }
   register(
@@ -151,36 +176,74 @@ export function registerRunCommands(program: Command, register: Register): void 
     ),
     (ctx, [runId, stepId, decision], o) => {
       const output = jsonArg(o.output as string | undefined, "--output");
-      return decide(ctx, runId as string, { stepId: stepId as string, decision: decision as ConfirmInput["decision"], ...decisionInput(o), ...(output !== undefined ? { output } : {}) }, o);
+      return decide(
+        ctx,
+        runId as string,
+        {
+          stepId: stepId as string,
+          decision: decision as ConfirmInput["decision"],
+          ...decisionInput(o),
+          ...(output !== undefined ? { output } : {}),
+        },
+        o,
+      );
     },
   );
   register(
-    program.command("cancel").summary("cancel a run (running steps are aborted, completed ones compensated)").argument("<runId>").option("--reason <text>", "recorded with the cancellation"),
+    program
+      .command("cancel")
+      .summary("cancel a run (running steps are aborted, completed ones compensated)")
+      .argument("<runId>")
+      .option("--reason <text>", "recorded with the cancellation"),
     (ctx, [runId], o) => cancelCommand(ctx, runId as string, o),
   );
   register(
+    program
+      .command("redrive")
+      .summary("run a failed run again from where it failed (completed steps are not run again)")
+      .argument("<runId>")
+      .option(
+        "--overrides <json>",
+        'per failed step, argument fields to change: \'{"b": {"region": "us"}}\' (checked against the skill)',
+      )
+      .option("-y, --yes", "approve every later confirmation of this run")
+      .option("--no-input", "never ask: leave later confirmations waiting (exit 3)"),
+    (ctx, [runId], o) => redriveCommand(ctx, runId as string, o),
+  );
+  const runs = register(
     program
       .command("runs")
       .summary("list runs, newest first")
       .option("--status <list>", "only these statuses, comma-separated (e.g. waiting_confirmation,failed)")
       .option("--limit <n>", "how many (1-100)", "20")
       .option("--cursor <cursor>", "the next page (printed after a full page)")
-      .option("--workspace <id>", "local only: the workspace to list (default TOOLCHAIN_WORKSPACE or \"local\")"),
+      .option("--workspace <id>", 'local only: the workspace to list (default TOOLCHAIN_WORKSPACE or "local")'),
     (ctx, _args, o) =>
       withBackend(ctx, o.workspace as string | undefined, async (b) => {
         const limit = Number(o.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw usage("--limit: a whole number from 1 to 100");
-        const page = await b.listRuns({ statuses: statusList(o.status as string | undefined), limit, ...(o.cursor ? { cursor: o.cursor as string } : {}) });
+        const page = await b.listRuns({
+          statuses: statusList(o.status as string | undefined),
+          limit,
+          ...(o.cursor ? { cursor: o.cursor as string } : {}),
+        });
         if (ctx.json) printJson(ctx, page);
         else {
           for (const l of runsTable(page.runs, ctx.style)) ctx.out(l);
-          if (page.nextCursor) ctx.out(`more: toolchain runs --cursor ${page.nextCursor}${o.status ? ` --status ${String(o.status)}` : ""}${connectionHint(ctx) ? ` ${connectionHint(ctx)}` : ""}`);
+          if (page.nextCursor)
+            ctx.out(
+              `more: toolchain runs --cursor ${page.nextCursor}${o.status ? ` --status ${String(o.status)}` : ""}${connectionHint(ctx) ? ` ${connectionHint(ctx)}` : ""}`,
+            );
         }
         return Exit.ok;
       }),
   );
+  registerMigrate(runs, register);
   register(
-    program.command("audit").summary("a run's event log (who started, decided, cancelled: `by`, `via`) as JSON lines, for an audit trail").argument("<runId>"),
+    program
+      .command("audit")
+      .summary("a run's event log (who started, decided, cancelled: `by`, `via`) as JSON lines, for an audit trail")
+      .argument("<runId>"),
     (ctx, [runId]) =>
       withBackend(ctx, undefined, async (b) => {
         // every event, one JSON object a line, in order: the log is the audit trail
@@ -198,7 +261,10 @@ export function registerRunCommands(program: Command, register: Register): void 
       }),
   );
   register(
-    program.command("show").summary("a run: its steps, a timeline of each step's start and end, its events").argument("<runId>"),
+    program
+      .command("show")
+      .summary("a run: its steps, a timeline of each step's start and end, its events")
+      .argument("<runId>"),
     (ctx, [runId]) => withBackend(ctx, undefined, (b) => showCommand(ctx, b, runId as string)),
   );
 }

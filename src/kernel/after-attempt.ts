@@ -11,9 +11,7 @@ import { decideRetry, type CompiledRetry } from "../plan/retry-policy.js";
 export type Unit = "step" | "fallback";
 
 export type AttemptOutcome =
-  | { ok: true; output: unknown }
-  | { ok: false; inDoubt: true }
-  | { ok: false; error: StepError };
+  { ok: true; output: unknown } | { ok: false; inDoubt: true } | { ok: false; error: StepError };
 
 export type AfterAttempt =
   | { kind: "complete" }
@@ -46,12 +44,14 @@ export function afterAttempt(i: AfterAttemptInput): AfterAttempt {
   const o = i.outcome;
   if (o.ok) return { kind: "complete" };
   if ("inDoubt" in o) return { kind: "reconcile" };
-  if (i.halted && (o.error.code === ErrorCode.CANCELLED || o.error.code === ErrorCode.DEADLINE_EXCEEDED)) return { kind: "cancelled" };
+  if (i.halted && (o.error.code === ErrorCode.CANCELLED || o.error.code === ErrorCode.DEADLINE_EXCEEDED))
+    return { kind: "cancelled" };
   // a fallback skill is tried once per approval: its own failure fails the step
   if (i.unit === "fallback") return { kind: "fail" };
   const d = decideRetry(i.retry, i.skill, o.error, i.attempt, i.random);
   if (d.retry && !i.halted) return { kind: "retry", delayMs: d.delayMs };
-  const retrySuppressed = !d.retry && d.reason === "unsafe_side_effect" ? ("non_idempotent_side_effect" as const) : undefined;
+  const retrySuppressed =
+    !d.retry && d.reason === "unsafe_side_effect" ? ("non_idempotent_side_effect" as const) : undefined;
   const extra = retrySuppressed ? { retrySuppressed } : {};
   if (i.fallback && !i.halted) return { kind: i.fallback === "value" ? "fallback_value" : "fallback_skill", ...extra };
   return { kind: "fail", ...extra };

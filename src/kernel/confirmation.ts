@@ -21,7 +21,12 @@ export function skillAsks(skill: RuleSkill, args: unknown): boolean {
 
 /** External and irreversible, with a confirmation rule: no plan can remove that rule (it always holds). */
 export function alwaysAsks(skill: RuleSkill): boolean {
-  return Boolean(skill.requiresConfirmation) && skill.sideEffects === "external" && !skill.compensate && !skill.createdRecords;
+  return (
+    Boolean(skill.requiresConfirmation) &&
+    skill.sideEffects === "external" &&
+    !skill.compensate &&
+    !skill.createdRecords
+  );
 }
 
 /**
@@ -29,7 +34,12 @@ export function alwaysAsks(skill: RuleSkill): boolean {
  * `requireConfirmation` (admitted plans only relax where `mayRelax` allowed it); `approved` is
  * true when a person already approved this very execution.
  */
-export function confirmationRequired(skill: RuleSkill, args: unknown, planned: boolean | undefined, approved: boolean): boolean {
+export function confirmationRequired(
+  skill: RuleSkill,
+  args: unknown,
+  planned: boolean | undefined,
+  approved: boolean,
+): boolean {
   if (approved) return false;
   if (planned === true) return true;
   if (planned === false && !alwaysAsks(skill)) return false;
@@ -41,7 +51,11 @@ export function confirmationRequired(skill: RuleSkill, args: unknown, planned: b
  * arguments that reference other steps, "no" otherwise. `staticArgs` is undefined when the
  * arguments hold references.
  */
-export function plannedConfirmation(skill: RuleSkill, planned: boolean | undefined, staticArgs: unknown | undefined): "yes" | "maybe" | "no" {
+export function plannedConfirmation(
+  skill: RuleSkill,
+  planned: boolean | undefined,
+  staticArgs: unknown | undefined,
+): "yes" | "maybe" | "no" {
   if (planned === true) return "yes";
   if (planned === false && !alwaysAsks(skill)) return "no";
   if (typeof skill.requiresConfirmation !== "function") return skill.requiresConfirmation ? "yes" : "no";
@@ -50,7 +64,10 @@ export function plannedConfirmation(skill: RuleSkill, planned: boolean | undefin
 }
 
 /** Who may write `requireConfirmation: false` on a skill that asks: a person with the permission, never for `alwaysAsks`. */
-export function mayRelax(skill: RuleSkill, author: { kind: "person" | "model" | "agent"; mayRelaxConfirmation?: boolean }): boolean {
+export function mayRelax(
+  skill: RuleSkill,
+  author: { kind: "person" | "model" | "agent"; mayRelaxConfirmation?: boolean },
+): boolean {
   if (!skill.requiresConfirmation) return true; // nothing to relax
   if (author.kind !== "person" || author.mayRelaxConfirmation !== true) return false;
   return !alwaysAsks(skill);

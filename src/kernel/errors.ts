@@ -2,6 +2,7 @@
  * One error vocabulary for plans, steps, the API and the database.
  * Check errors by `code`, never by `instanceof` across packages.
  */
+import type { Actor, Via } from "./actor.js";
 import { findUnstorable, storableText } from "./json-safety.js";
 
 export const ErrorCode = {
@@ -40,6 +41,8 @@ export const ErrorCode = {
   DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED",
   CANCELLED: "CANCELLED",
   REJECTED: "REJECTED",
+  /** A step in doubt (its process died after the intent claim) under a halt, whose skill cannot tell whether its effect happened. */
+  EFFECT_UNKNOWN: "EFFECT_UNKNOWN",
   // runtime / API
   RUN_NOT_FOUND: "RUN_NOT_FOUND",
   CONFIRMATION_NOT_PENDING: "CONFIRMATION_NOT_PENDING",
@@ -49,6 +52,18 @@ export const ErrorCode = {
   /** The policy says `allowRequester: false` and this principal started the run. */
   REQUESTER_CANNOT_APPROVE: "REQUESTER_CANNOT_APPROVE",
   RUN_NOT_ACTIVE: "RUN_NOT_ACTIVE",
+  /** Redrive refused: the run is not failed (running, waiting, completed…) or has no step to run again. */
+  RUN_NOT_REDRIVABLE: "RUN_NOT_REDRIVABLE",
+  /** Redrive refused: another process is executing the run (it holds the run's lease). */
+  RUN_BEING_DRIVEN: "RUN_BEING_DRIVEN",
+  /** Redrive refused: the run's completed steps were compensated; running the rest again would not undo that. */
+  REDRIVE_COMPENSATED: "REDRIVE_COMPENSATED",
+  /** No process had a compatible version of a skill the run is pinned to within the grace period (names both versions). */
+  SKILL_VERSION_UNAVAILABLE: "SKILL_VERSION_UNAVAILABLE",
+  /** `runs migrate`: the skill declares no migration from the version a run's arguments are for. */
+  MIGRATION_UNAVAILABLE: "MIGRATION_UNAVAILABLE",
+  /** Redrive overrides that name no failed step or do not match the skill's input schema. */
+  INVALID_REDRIVE: "INVALID_REDRIVE",
   /** The run could not be executed or persisted (its drive failed repeatedly): a run error, not a request error. */
   DRIVE_FAILED: "DRIVE_FAILED",
   INTERNAL: "INTERNAL",
@@ -144,4 +159,13 @@ export function toStepError(e: unknown): StepError {
   }
   const message = e instanceof Error ? e.message : String(e);
   return { code: ErrorCode.EXECUTION_FAILED, message: storableText(message) };
+}
+
+/**
+ * The error a cancelled run ends with: the reason, and who asked for it (`details.by`, `.via`),
+ * so the run's final event and view name the principal as its `run_cancel_requested` event does.
+ */
+export function cancelError(reason: string | undefined, who?: { by?: Actor; via?: Via }): ToolchainError {
+  const details = who?.by ? { by: who.by, ...(who.via ? { via: who.via } : {}) } : undefined;
+  return new ToolchainError(ErrorCode.CANCELLED, reason || "cancelled by request", details ? { details } : {});
 }

@@ -29,8 +29,16 @@ export const EventType = {
   run_cancel_requested: "run_cancel_requested",
   /** one approval of a quorum that is not complete yet (`by`, `via`, how many are still needed) */
   approval_given: "approval_given",
+  /** a wait outlived its approval policy's expiresAfterMs: rejected by the runtime (`outcome: "rejected"`, `by` the expiry principal) or left waiting (`"left"`) */
+  approval_expired: "approval_expired",
   /** a resume value that does not parse or answers no waiting step (LangGraph Studio, the SDK): the interrupt is raised again with the error */
   resume_rejected: "resume_rejected",
+  /** an operator redrove a failed run (`by`, `via`, the `steps` that run again, `overrides` per step, `n`): those steps are pending again */
+  run_redriven: "run_redriven",
+  /** this process lacks a compatible version of a pinned skill (`skillVersion`: skill, pinned, available) and left the run; the first one's `at` starts the grace period */
+  run_waiting_for_version: "run_waiting_for_version",
+  /** `runs migrate` carried a waiting step's arguments to another skill version (`skillName`, `from`, `to`, `changes`, `by`, `via`) */
+  step_arguments_migrated: "step_arguments_migrated",
   run_completed: "run_completed",
   run_failed: "run_failed",
 } as const;
@@ -62,4 +70,15 @@ export interface TaggedEvent {
 }
 export function isTaggedEvent(x: unknown): x is TaggedEvent {
   return typeof x === "object" && x !== null && EVENT_TAG in x;
+}
+
+/** An event's key: after a redrive its events are new facts, not repeats of the first generation's. */
+export function eventKey(
+  type: string,
+  stepId: string | undefined,
+  suffix: string | undefined,
+  generation: number,
+): string {
+  const base = [type, stepId ?? "", suffix ?? ""].join(":");
+  return generation ? `${base}@redrive${generation}` : base;
 }

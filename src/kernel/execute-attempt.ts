@@ -3,15 +3,16 @@
  * signal, output validation. Errors come back as values so a failed attempt is as durable as a
  * successful one.
  */
+import type { Context } from "@opentelemetry/api";
 import { z } from "zod";
+import { traceHeaders } from "../telemetry/tracing.js";
 import { ErrorCode, ToolchainError, toStepError, type StepError } from "./errors.js";
 import type { Skill, SkillContext, SkillLogger } from "../skills/contract.js";
 import { storableError, unstorableResult } from "./storable.js";
 import { DEFAULT_WORKSPACE } from "./workspace.js";
 
 export type AttemptResult =
-  | { ok: true; output: unknown; durationMs: number }
-  | { ok: false; error: StepError; durationMs: number };
+  { ok: true; output: unknown; durationMs: number } | { ok: false; error: StepError; durationMs: number };
 
 export interface AttemptInput {
   skill: Skill;
@@ -27,6 +28,8 @@ export interface AttemptInput {
   /** The step's own controller, aborted by the run (cancel, fail_fast, deadline). */
   signal: AbortSignal;
   timeoutMs?: number;
+  /** The execution's span context (tracing on): handed to the skill (SkillContext.traceContext). */
+  traceContext?: Context;
 }
 
 /**
@@ -46,9 +49,18 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
   const took = () => performance.now() - t0;
   const parsed = a.skill.input.safeParse(a.args);
   if (!parsed.success) {
-    return { ok: false, durationMs: took(), error: { code: ErrorCode.INVALID_INPUT, message: `input does not match ${a.skill.name}: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`, effectStarted: false } };
+    return {
+      ok: false,
+      durationMs: took(),
+      error: {
+        code: ErrorCode.INVALID_INPUT,
+        message: `input does not match ${a.skill.name}: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`,
+        effectStarted: false,
+      },
+    };
   }
-  if (a.signal.aborted) return { ok: false, durationMs: took(), error: { ...toStepError(a.signal.reason), effectStarted: false } };
+  if (a.signal.aborted)
+    return { ok: false, durationMs: took(), error: { ...toStepError(a.signal.reason), effectStarted: false } };
 
   const timeout = a.timeoutMs !== undefined ? AbortSignal.timeout(a.timeoutMs) : undefined;
   const signal = timeout ? AbortSignal.any([a.signal, timeout]) : a.signal;
@@ -61,6 +73,8 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
     logger: a.logger,
     context: a.context,
     workspaceId: a.workspaceId ?? DEFAULT_WORKSPACE,
+    ...(a.traceContext ? { traceContext: a.traceContext } : {}),
+    traceHeaders: () => (a.traceContext ? traceHeaders(a.traceContext) : {}),
   };
   let onAbort: (() => void) | undefined;
   // A skill that ignores its signal cannot hold the run hostage: the race ends the attempt.
@@ -74,7 +88,15 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
     if (a.skill.output) {
       const out = a.skill.output.safeParse(output);
       if (!out.success) {
-        return { ok: false, durationMs: took(), error: { code: ErrorCode.INVALID_OUTPUT, message: `output of ${a.skill.name} does not match its schema: ${z.prettifyError(out.error).replace(/\n/g, "; ")}`, effectStarted: true } };
+        return {
+          ok: false,
+          durationMs: took(),
+          error: {
+            code: ErrorCode.INVALID_OUTPUT,
+            message: `output of ${a.skill.name} does not match its schema: ${z.prettifyError(out.error).replace(/\n/g, "; ")}`,
+            effectStarted: true,
+          },
+        };
       }
       return { ok: true, output: out.data ?? null, durationMs: took() };
     }

@@ -14,7 +14,8 @@ export const MAX_VALUE_DEPTH = 64;
 export interface Unstorable {
   /** Where, as a dotted path starting with the field name (`context.a.0.b`). */
   path: string;
-  reason: "nul_character" | "lone_surrogate" | "bigint" | "non_finite_number" | "too_deep" | "proto_key" | "unsupported_type";
+  reason:
+    "nul_character" | "lone_surrogate" | "bigint" | "non_finite_number" | "too_deep" | "proto_key" | "unsupported_type";
   message: string;
 }
 
@@ -37,12 +38,23 @@ const WHY: Record<Unstorable["reason"], string> = {
   unsupported_type: "is not a JSON value",
 };
 
-const seg = (k: string | number) => (typeof k === "number" ? String(k) : k.length > 40 ? `${JSON.stringify(k.slice(0, 40)).slice(0, -1)}…"` : /^[A-Za-z0-9_$-]+$/.test(k) ? k : JSON.stringify(k));
+const seg = (k: string | number) =>
+  typeof k === "number"
+    ? String(k)
+    : k.length > 40
+      ? `${JSON.stringify(k.slice(0, 40)).slice(0, -1)}…"`
+      : /^[A-Za-z0-9_$-]+$/.test(k)
+        ? k
+        : JSON.stringify(k);
 
 /** The first part of `value` that cannot be stored, or undefined. Iterative (no stack overflow on hostile depth). */
 export function findUnstorable(value: unknown, field: string): Unstorable | undefined {
   const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: field, depth: 0 }];
-  const out = (path: string, reason: Unstorable["reason"]): Unstorable => ({ path, reason, message: `${path}: ${WHY[reason]}` });
+  const out = (path: string, reason: Unstorable["reason"]): Unstorable => ({
+    path,
+    reason,
+    message: `${path}: ${WHY[reason]}`,
+  });
   while (stack.length) {
     const { v, path, depth } = stack.pop()!;
     switch (typeof v) {
@@ -89,6 +101,7 @@ export function findUnstorable(value: unknown, field: string): Unstorable | unde
 export function storableText(s: string): string {
   if (!BAD_CHARS.test(s)) return s;
   // eslint-disable-next-line no-control-regex
-  return s.replace(/\u0000/g, "\\u0000").replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+  return s
+    .replace(/\u0000/g, "\\u0000")
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
 }
-

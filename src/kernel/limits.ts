@@ -47,7 +47,12 @@ export function canonicalClaims(claims: readonly LimitClaim[]): LimitClaim[] {
     const k = `${c.kind}\u0000${c.name}`;
     const prev = byKey.get(k);
     if (!prev) byKey.set(k, { ...c });
-    else byKey.set(k, { ...prev, limit: Math.min(prev.limit, c.limit), perSecond: minDefined(prev.perSecond, c.perSecond) });
+    else
+      byKey.set(k, {
+        ...prev,
+        limit: Math.min(prev.limit, c.limit),
+        perSecond: minDefined(prev.perSecond, c.perSecond),
+      });
   }
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
 }

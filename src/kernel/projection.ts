@@ -22,13 +22,21 @@ export const STEP_STATUS_AFTER: Partial<Record<EventType, StepStatus>> = {
 };
 
 /** Run statuses a step starting (or a decision being applied) moves to running. */
-const RESUMES: ReadonlySet<RunStatus | undefined> = new Set<RunStatus | undefined>([undefined, "queued", "planning", "waiting_confirmation"]);
+const RESUMES: ReadonlySet<RunStatus | undefined> = new Set<RunStatus | undefined>([
+  undefined,
+  "queued",
+  "planning",
+  "waiting_confirmation",
+]);
 
 /**
  * The run status after `e`, given the status before it (`undefined`: not known to the caller, as
  * for the store folding one batch of events); `undefined` when the event says nothing new.
  */
-export function runStatusAfter(e: Pick<RunEvent, "type" | "data">, before: RunStatus | undefined): RunStatus | undefined {
+export function runStatusAfter(
+  e: Pick<RunEvent, "type" | "data">,
+  before: RunStatus | undefined,
+): RunStatus | undefined {
   switch (e.type) {
     case "planning_started":
       return "planning";
@@ -39,8 +47,14 @@ export function runStatusAfter(e: Pick<RunEvent, "type" | "data">, before: RunSt
     case "run_completed":
     case "run_failed": {
       const s = e.data.status;
-      return typeof s === "string" && TERMINAL_RUN.has(s as RunStatus) ? (s as RunStatus) : e.type === "run_completed" ? "completed" : "failed";
+      return typeof s === "string" && TERMINAL_RUN.has(s as RunStatus)
+        ? (s as RunStatus)
+        : e.type === "run_completed"
+          ? "completed"
+          : "failed";
     }
+    case "run_redriven":
+      return "running";
     case "rollback_waiting_decision":
       return "rollback_failed";
     case "step_started":
@@ -52,8 +66,17 @@ export function runStatusAfter(e: Pick<RunEvent, "type" | "data">, before: RunSt
   }
 }
 
+/** The steps an event sets back to `pending` (a redrive's), besides its own `stepId`. */
+export function stepsResetBy(e: Pick<RunEvent, "type" | "data">): string[] {
+  if (e.type !== "run_redriven" || !Array.isArray(e.data.steps)) return [];
+  return e.data.steps.filter((s): s is string => typeof s === "string");
+}
+
 /** `before` folded over `events` (unchanged when none of them moves the run). */
-export function foldRunStatus(events: readonly Pick<RunEvent, "type" | "data">[], before: RunStatus | undefined): RunStatus | undefined {
+export function foldRunStatus(
+  events: readonly Pick<RunEvent, "type" | "data">[],
+  before: RunStatus | undefined,
+): RunStatus | undefined {
   let s = before;
   for (const e of events) s = runStatusAfter(e, s) ?? s;
   return s;

@@ -71,7 +71,12 @@ export class Scheduler {
   }
 
   /** Rebuild from durable state: apply finished steps in dependency order. */
-  static restore(nodes: readonly SchedNode[], opts: SchedulerOptions, statuses: ReadonlyMap<string, RestoredStatus>, topo: readonly string[]): Scheduler {
+  static restore(
+    nodes: readonly SchedNode[],
+    opts: SchedulerOptions,
+    statuses: ReadonlyMap<string, RestoredStatus>,
+    topo: readonly string[],
+  ): Scheduler {
     const s = new Scheduler(nodes, opts);
     for (const id of topo) {
       const st = statuses.get(id);
@@ -120,7 +125,10 @@ export class Scheduler {
       const id = this.pop();
       if (id === undefined) break;
       const c = claimsOf(id);
-      if (c.serialKeys?.some((k) => this.serialBusy.has(k)) || (c.resource && (this.resourceUse.get(c.resource.name) ?? 0) >= c.resource.limit)) {
+      if (
+        c.serialKeys?.some((k) => this.serialBusy.has(k)) ||
+        (c.resource && (this.resourceUse.get(c.resource.name) ?? 0) >= c.resource.limit)
+      ) {
         passed.push(id);
         continue;
       }
@@ -323,5 +331,4 @@ export class Scheduler {
     // lazy: the entry stays in the heap and is dropped when popped (its state is no longer "ready")
     if (this.state.get(id) === "ready") this.readyCount--;
   }
-
 }

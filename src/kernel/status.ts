@@ -40,11 +40,23 @@ export const RollbackStatus = {
 export type RollbackStatus = (typeof RollbackStatus)[keyof typeof RollbackStatus];
 
 export const TERMINAL_STEP: ReadonlySet<StepStatus> = new Set<StepStatus>([
-  "completed", "failed", "skipped", "cancelled", "rolled_back", "rollback_failed",
+  "completed",
+  "failed",
+  "skipped",
+  "cancelled",
+  "rolled_back",
+  "rollback_failed",
 ]);
 export const TERMINAL_RUN: ReadonlySet<RunStatus> = new Set<RunStatus>([
-  "completed", "failed", "cancelled", "rolled_back", "rollback_failed",
+  "completed",
+  "failed",
+  "cancelled",
+  "rolled_back",
+  "rollback_failed",
 ]);
+
+/** Statuses a run can be redriven from (graphs/redrive.ts checks its checkpoint, which is the truth). */
+export const REDRIVABLE_RUN: ReadonlySet<RunStatus> = new Set<RunStatus>(["failed", "rolled_back"]);
 
 const STEP_TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
   pending: ["running", "waiting_confirmation", "skipped", "cancelled", "failed"],
@@ -62,7 +74,11 @@ const STEP_TRANSITIONS: Record<StepStatus, readonly StepStatus[]> = {
 };
 
 export class IllegalTransitionError extends Error {
-  constructor(readonly subject: string, readonly from: string, readonly to: string) {
+  constructor(
+    readonly subject: string,
+    readonly from: string,
+    readonly to: string,
+  ) {
     super(`illegal transition for ${subject}: ${from} -> ${to}`);
     this.name = "IllegalTransitionError";
   }

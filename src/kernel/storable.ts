@@ -13,7 +13,8 @@ export { findUnstorable, storableText, MAX_VALUE_DEPTH, type Unstorable } from "
 /** Throw UNSUPPORTED_VALUE (400 at the API) naming the field when `value` cannot be stored. */
 export function assertStorable(value: unknown, field: string, maxBytes = maxValueBytes()): void {
   const u = findUnstorable(value, field);
-  if (u) throw new ToolchainError(ErrorCode.UNSUPPORTED_VALUE, u.message, { details: { field: u.path, reason: u.reason } });
+  if (u)
+    throw new ToolchainError(ErrorCode.UNSUPPORTED_VALUE, u.message, { details: { field: u.path, reason: u.reason } });
   if (jsonBytes(value, maxBytes) > maxBytes) throw valueTooLarge(field, maxBytes);
 }
 
@@ -21,9 +22,20 @@ export function assertStorable(value: unknown, field: string, maxBytes = maxValu
  * A step failure for a skill result (output, preview) that cannot be stored, or is larger than
  * the value budget (`maxBytes`, default TOOLCHAIN_MAX_VALUE_BYTES). Deterministic: never retried.
  */
-export function unstorableResult(value: unknown, field: string, skillName: string, maxBytes = maxValueBytes()): StepError | undefined {
+export function unstorableResult(
+  value: unknown,
+  field: string,
+  skillName: string,
+  maxBytes = maxValueBytes(),
+): StepError | undefined {
   const u = findUnstorable(value, field);
-  if (u) return { code: ErrorCode.UNSUPPORTED_VALUE, message: `${skillName} returned a value the run history cannot store: ${u.message}`, details: { field: u.path, reason: u.reason }, effectStarted: true };
+  if (u)
+    return {
+      code: ErrorCode.UNSUPPORTED_VALUE,
+      message: `${skillName} returned a value the run history cannot store: ${u.message}`,
+      details: { field: u.path, reason: u.reason },
+      effectStarted: true,
+    };
   if (jsonBytes(value, maxBytes) <= maxBytes) return undefined;
   const e = valueTooLarge(field, maxBytes, { what: `the ${field} ${skillName} returned is` });
   return { code: e.code, message: e.message, details: e.details, effectStarted: true };

@@ -71,12 +71,25 @@ export function jsonBytes(value: unknown, limit = Number.MAX_SAFE_INTEGER): numb
   return total;
 }
 
-const human = (n: number) => (n >= 1_048_576 ? `${(n / 1_048_576).toFixed(n % 1_048_576 ? 1 : 0)} MiB` : n >= 1024 ? `${Math.round(n / 1024)} KiB` : `${n} bytes`);
+const human = (n: number) =>
+  n >= 1_048_576
+    ? `${(n / 1_048_576).toFixed(n % 1_048_576 ? 1 : 0)} MiB`
+    : n >= 1024
+      ? `${Math.round(n / 1024)} KiB`
+      : `${n} bytes`;
 
 /** VALUE_TOO_LARGE naming the field (and the step, when known). */
-export function valueTooLarge(field: string, limit: number, o: { stepId?: string; what?: string } = {}): ToolchainError {
+export function valueTooLarge(
+  field: string,
+  limit: number,
+  o: { stepId?: string; what?: string } = {},
+): ToolchainError {
   const who = o.stepId !== undefined ? `step "${o.stepId}": ` : "";
-  return new ToolchainError(ErrorCode.VALUE_TOO_LARGE, `${who}${field}: ${o.what ?? "the value is"} larger than the value budget of ${human(limit)} (TOOLCHAIN_MAX_VALUE_BYTES)`, {
-    details: { ...(o.stepId !== undefined ? { stepId: o.stepId } : {}), field, limit },
-  });
+  return new ToolchainError(
+    ErrorCode.VALUE_TOO_LARGE,
+    `${who}${field}: ${o.what ?? "the value is"} larger than the value budget of ${human(limit)} (TOOLCHAIN_MAX_VALUE_BYTES)`,
+    {
+      details: { ...(o.stepId !== undefined ? { stepId: o.stepId } : {}), field, limit },
+    },
+  );
 }

@@ -30,7 +30,12 @@ export interface FeedsOptions {
 }
 
 /** Event types after which a run may have stopped (checked against the run row). */
-const MAY_END = new Set<string>(["run_completed", "run_failed", "run_waiting_confirmation", "rollback_waiting_decision"]);
+const MAY_END = new Set<string>([
+  "run_completed",
+  "run_failed",
+  "run_waiting_confirmation",
+  "rollback_waiting_decision",
+]);
 
 export function hasEnded(until: FollowUntil, status: RunStatus, pending: number): boolean {
   if (until === "settled") return TERMINAL_RUN.has(status) || status === "waiting_confirmation";
@@ -155,7 +160,8 @@ class Feed {
     const row = await this.store.getRow(this.runId).catch(() => undefined);
     if (!row) return;
     for (const s of [...this.subs]) {
-      if (!s.catchingUp && s.last >= row.lastSeq && hasEnded(s.until, row.status, row.pendingConfirmations.length)) this.remove(s);
+      if (!s.catchingUp && s.last >= row.lastSeq && hasEnded(s.until, row.status, row.pendingConfirmations.length))
+        this.remove(s);
     }
   }
 }
@@ -165,7 +171,11 @@ export class RunFeeds {
   private readonly unsubscribe: () => void;
   private readonly pollMs: number;
 
-  constructor(private readonly store: Pick<RunStore, "list" | "getRow">, signals: RunSignals, opts: FeedsOptions = {}) {
+  constructor(
+    private readonly store: Pick<RunStore, "list" | "getRow">,
+    signals: RunSignals,
+    opts: FeedsOptions = {},
+  ) {
     this.pollMs = opts.pollMs ?? 1_000;
     this.unsubscribe = signals.subscribe(
       (runId, seq) => this.feeds.get(runId)?.hint(seq),
@@ -181,7 +191,12 @@ export class RunFeeds {
    * `until` says, or when the returned function is called. Synchronous delivery keeps fan-out to
    * many streams cheap: one read, then plain calls.
    */
-  listen(runId: string, opts: Omit<FollowOptions, "signal">, onEvent: (e: RunEvent) => void, onEnd: (error?: unknown) => void): () => void {
+  listen(
+    runId: string,
+    opts: Omit<FollowOptions, "signal">,
+    onEvent: (e: RunEvent) => void,
+    onEnd: (error?: unknown) => void,
+  ): () => void {
     let feed = this.feeds.get(runId);
     if (!feed) {
       const f: Feed = new Feed(runId, opts.after, this.store, this.pollMs, () => {
@@ -202,7 +217,12 @@ export class RunFeeds {
       out.close();
       return out;
     }
-    const stop = this.listen(runId, opts, (e) => out.push(e), (error) => (error === undefined ? out.close() : out.fail(error)));
+    const stop = this.listen(
+      runId,
+      opts,
+      (e) => out.push(e),
+      (error) => (error === undefined ? out.close() : out.fail(error)),
+    );
     opts.signal?.addEventListener("abort", stop, { once: true });
     return out;
   }

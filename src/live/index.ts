@@ -6,6 +6,7 @@
  */
 import type { Database } from "../store/db.js";
 import type { RunStore } from "../store/run-store.js";
+import { DecisionFeeds } from "./decision-feed.js";
 import { RunFeeds } from "./feeds.js";
 import { PgSignalTransport } from "./pg-signals.js";
 import { RedisSignalTransport, RedisViewCache } from "./redis.js";
@@ -26,6 +27,8 @@ export interface LiveOptions {
 export interface Live {
   signals: RunSignals;
   feeds: RunFeeds;
+  /** Workspace streams of decision and wait events (the inbox). */
+  decisions: DecisionFeeds;
   cache: ViewCache;
   /** "redis" | "postgres" | "local" */
   transport: string;
@@ -55,18 +58,26 @@ export async function openLive(o: LiveOptions): Promise<Live> {
 }
 
 /** Without transport: in-process signals only (one process owns the storage, or tests). */
-export function localLive(store: RunStore, transport?: SignalTransport, cache: ViewCache = noViewCache, pollMs?: number): Live {
+export function localLive(
+  store: RunStore,
+  transport?: SignalTransport,
+  cache: ViewCache = noViewCache,
+  pollMs?: number,
+): Live {
   const signals = new RunSignals(store, transport);
   const feeds = new RunFeeds(store, signals, { pollMs });
+  const decisions = new DecisionFeeds(store, signals);
   const unwatch = cache === noViewCache ? () => undefined : store.onChange(({ runId }) => void cache.invalidate(runId));
   return {
     signals,
     feeds,
+    decisions,
     cache,
     transport: transport?.name ?? "local",
     async close() {
       unwatch();
       feeds.close();
+      decisions.close();
       await signals.close();
       await cache.close();
     },

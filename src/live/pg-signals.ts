@@ -14,7 +14,10 @@ export class PgSignalTransport implements SignalTransport {
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly url: string, private readonly schema: string) {}
+  constructor(
+    private readonly url: string,
+    private readonly schema: string,
+  ) {}
 
   publish(): void {
     // the store's append transaction notifies on commit

@@ -16,7 +16,12 @@ export interface RedisLiveOptions {
   ttlSeconds?: number;
 }
 
-const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1_000, retryStrategy: (n: number) => backoff(n) } as const;
+const clientOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  commandTimeout: 1_000,
+  retryStrategy: (n: number) => backoff(n),
+} as const;
 
 export class RedisSignalTransport implements SignalTransport {
   readonly name = "redis";
@@ -57,7 +62,10 @@ export class RedisSignalTransport implements SignalTransport {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pub.quit().catch(() => this.pub.disconnect()), this.sub?.quit().catch(() => this.sub?.disconnect())]);
+    await Promise.all([
+      this.pub.quit().catch(() => this.pub.disconnect()),
+      this.sub?.quit().catch(() => this.sub?.disconnect()),
+    ]);
   }
 }
 
@@ -72,7 +80,11 @@ export class RedisViewCache implements ViewCache {
     this.redis.on("error", () => undefined);
     // an invalidation may have been lost while Redis was unreachable: drop every entry then
     this.redis.on("ready", () => {
-      if (this.lost) void this.purge().then(() => (this.lost = false), () => undefined);
+      if (this.lost)
+        void this.purge().then(
+          () => (this.lost = false),
+          () => undefined,
+        );
     });
     this.ttl = opts.ttlSeconds ?? 3_600;
   }
@@ -85,14 +97,23 @@ export class RedisViewCache implements ViewCache {
   private async purge(): Promise<void> {
     let cursor = "0";
     do {
-      const [next, keys] = await this.redis.scan(cursor, "MATCH", `toolchain:${this.opts.namespace}:view:*`, "COUNT", 500);
+      const [next, keys] = await this.redis.scan(
+        cursor,
+        "MATCH",
+        `toolchain:${this.opts.namespace}:view:*`,
+        "COUNT",
+        500,
+      );
       if (keys.length) await this.redis.del(...keys);
       cursor = next;
     } while (cursor !== "0");
   }
 
   private keys(runId: string) {
-    return { view: `toolchain:${this.opts.namespace}:view:${runId}`, ver: `toolchain:${this.opts.namespace}:ver:${runId}` };
+    return {
+      view: `toolchain:${this.opts.namespace}:view:${runId}`,
+      ver: `toolchain:${this.opts.namespace}:ver:${runId}`,
+    };
   }
 
   async lookup(runId: string): Promise<CacheLookup> {
@@ -104,7 +125,8 @@ export class RedisViewCache implements ViewCache {
         // "<version>\n<workspaceId>\n<body>"
         const a = entry.indexOf("\n");
         const b = entry.indexOf("\n", a + 1);
-        if (a > 0 && b > a && entry.slice(0, a) === version) return { hit: { workspaceId: entry.slice(a + 1, b), body: entry.slice(b + 1) } };
+        if (a > 0 && b > a && entry.slice(0, a) === version)
+          return { hit: { workspaceId: entry.slice(a + 1, b), body: entry.slice(b + 1) } };
       }
       return { miss: { version } };
     } catch {
@@ -114,15 +136,22 @@ export class RedisViewCache implements ViewCache {
 
   async store(runId: string, version: string | null, workspaceId: string, body: string): Promise<void> {
     if (version === null) return;
-    await this.redis.set(this.keys(runId).view, `${version}\n${workspaceId}\n${body}`, "EX", this.ttl).catch(() => undefined);
+    await this.redis
+      .set(this.keys(runId).view, `${version}\n${workspaceId}\n${body}`, "EX", this.ttl)
+      .catch(() => undefined);
   }
 
   async invalidate(runId: string): Promise<void> {
     const k = this.keys(runId);
     // the version outlives every entry tagged before it (2 x TTL, refreshed on each change)
-    await this.redis.multi().incr(k.ver).expire(k.ver, this.ttl * 2).exec().catch(() => {
-      this.lost = true;
-    });
+    await this.redis
+      .multi()
+      .incr(k.ver)
+      .expire(k.ver, this.ttl * 2)
+      .exec()
+      .catch(() => {
+        this.lost = true;
+      });
   }
 
   async close(): Promise<void> {

@@ -25,7 +25,10 @@ export class RunSignals {
   private readonly gapListeners = new Set<() => void>();
   private readonly unwatch: () => void;
 
-  constructor(store: Pick<RunStore, "onChange">, readonly transport?: SignalTransport) {
+  constructor(
+    store: Pick<RunStore, "onChange">,
+    readonly transport?: SignalTransport,
+  ) {
     this.unwatch = store.onChange(({ runId, events }) => {
       const last = events.at(-1);
       if (!last) return;

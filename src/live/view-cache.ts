@@ -44,8 +44,14 @@ export interface LocalViewCacheOptions {
 export class LocalViewCache implements ViewCache {
   private readonly entries: WorkspaceLru<{ version: string; workspaceId: string; body: string }>;
 
-  constructor(private readonly versionOf: (runId: string) => Promise<string | null>, o: LocalViewCacheOptions = {}) {
-    this.entries = new WorkspaceLru({ maxBytes: o.maxBytes ?? 16 * 1024 * 1024, maxBytesPerWorkspace: o.maxBytesPerWorkspace });
+  constructor(
+    private readonly versionOf: (runId: string) => Promise<string | null>,
+    o: LocalViewCacheOptions = {},
+  ) {
+    this.entries = new WorkspaceLru({
+      maxBytes: o.maxBytes ?? 16 * 1024 * 1024,
+      maxBytesPerWorkspace: o.maxBytesPerWorkspace,
+    });
   }
 
   async lookup(runId: string): Promise<CacheLookup> {

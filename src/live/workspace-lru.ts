@@ -26,7 +26,10 @@ export class WorkspaceLru<E extends WorkspaceEntry> {
 
   constructor(o: WorkspaceLruOptions) {
     this.maxBytes = Math.max(1, o.maxBytes);
-    this.maxBytesPerWorkspace = Math.max(1, Math.min(o.maxBytesPerWorkspace ?? Math.floor(this.maxBytes / 4), this.maxBytes));
+    this.maxBytesPerWorkspace = Math.max(
+      1,
+      Math.min(o.maxBytesPerWorkspace ?? Math.floor(this.maxBytes / 4), this.maxBytes),
+    );
     this.cache = new LRUCache<string, E>({
       maxSize: this.maxBytes,
       sizeCalculation: (e) => Math.max(1, e.body.length),
@@ -79,7 +82,7 @@ export class WorkspaceLru<E extends WorkspaceEntry> {
 
   /** Bytes held now (all entries; one workspace's). */
   bytes(workspaceId?: string): number {
-    return workspaceId === undefined ? this.cache.calculatedSize : this.byWorkspace.get(workspaceId)?.bytes ?? 0;
+    return workspaceId === undefined ? this.cache.calculatedSize : (this.byWorkspace.get(workspaceId)?.bytes ?? 0);
   }
 
   get size(): number {

@@ -5,17 +5,25 @@
  */
 import type { ElicitRequestFormParams, ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { DecisionValue } from "../kernel/decision.js";
+import { versionChangeLines } from "../kernel/version-notice.js";
 import type { PendingStep } from "../tools/definitions.js";
 import { brief, clip } from "../tools/results.js";
 
-export type Answer = { kind: "decide"; decision: Extract<DecisionValue, "approve" | "reject">; comment?: string } | { kind: "cancel_run"; comment?: string };
+export type Answer =
+  | { kind: "decide"; decision: Extract<DecisionValue, "approve" | "reject">; comment?: string }
+  | { kind: "cancel_run"; comment?: string };
 
-export function confirmationQuestion(runId: string, goal: string | undefined, step: PendingStep): ElicitRequestFormParams {
+export function confirmationQuestion(
+  runId: string,
+  goal: string | undefined,
+  step: PendingStep,
+): ElicitRequestFormParams {
   const lines = [
     `Step "${step.stepId}" (${step.skillName}) of tool-chain run ${runId} waits for your confirmation before it runs.`,
     ...(goal ? [`Goal: ${clip(goal, 300)}`] : []),
     `Preview: ${brief(step.preview, 1_500)}`,
     `Arguments: ${brief(step.arguments, 1_500)}`,
+    ...versionChangeLines(step, (v) => brief(v, 1_500)),
     "Accept runs the step; decline skips it (the step fails as rejected); cancel stops the whole run.",
   ];
   return {
@@ -24,7 +32,12 @@ export function confirmationQuestion(runId: string, goal: string | undefined, st
     requestedSchema: {
       type: "object",
       properties: {
-        comment: { type: "string", title: "Comment", description: "Optional: recorded with your decision.", maxLength: 4_000 },
+        comment: {
+          type: "string",
+          title: "Comment",
+          description: "Optional: recorded with your decision.",
+          maxLength: 4_000,
+        },
       },
     },
   };

@@ -70,7 +70,9 @@ export function principalFromExtra(extra: Extra): Principal {
 }
 
 function jsonRpcError(res: Response, status: number, code: number, message: string, data?: unknown): void {
-  res.status(status).json({ jsonrpc: "2.0", error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null });
+  res
+    .status(status)
+    .json({ jsonrpc: "2.0", error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null });
 }
 
 export function mcpHttp(o: McpHttpOptions): McpHttp {
@@ -94,10 +96,13 @@ export function mcpHttp(o: McpHttpOptions): McpHttp {
   };
 
   // an open GET stream does not make a session busy: a client that only listens is idle
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [id, s] of sessions) if (s.busy === 0 && now - s.lastSeen > idleMs) void closeSession(id);
-  }, Math.min(60_000, idleMs));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, s] of sessions) if (s.busy === 0 && now - s.lastSeen > idleMs) void closeSession(id);
+    },
+    Math.min(60_000, idleMs),
+  );
   sweep.unref();
 
   const serve = async (s: Session, req: Request, res: Response) => {
@@ -131,7 +136,12 @@ export function mcpHttp(o: McpHttpOptions): McpHttp {
     (req as { auth?: AuthInfo }).auth = { token: "", clientId: p.keyId, scopes: [], extra: { principal: p } };
     if (Array.isArray(req.body)) {
       // a batch would run many calls for one request of the key's budget; MCP 2025-06-18 dropped batching
-      return jsonRpcError(res, 400, -32600, "Invalid Request: JSON-RPC batches are not supported; send one request per HTTP POST");
+      return jsonRpcError(
+        res,
+        400,
+        -32600,
+        "Invalid Request: JSON-RPC batches are not supported; send one request per HTTP POST",
+      );
     }
     const id = req.get("mcp-session-id");
     if (id !== undefined) {
@@ -144,11 +154,21 @@ export function mcpHttp(o: McpHttpOptions): McpHttp {
     }
     // sessions being initialized count too (never evicted): a burst of initializes cannot pass the quota together
     const opening = [...reserved.values()].map((r) => ({ ...r, busy: 1 }));
-    const admission = admitSession([...sessions.values(), ...opening], { keyId: p.keyId, workspaceId: p.workspaceId }, quotas);
+    const admission = admitSession(
+      [...sessions.values(), ...opening],
+      { keyId: p.keyId, workspaceId: p.workspaceId },
+      quotas,
+    );
     if (!admission.ok) {
       const what = admission.scope === "process" ? "this server" : `this ${admission.scope}`;
       const status = admission.scope === "process" ? 503 : 429;
-      return jsonRpcError(res, status, -32000, `Too many open MCP sessions for ${what} (the limit is ${admission.limit}, none idle to close): close one (DELETE /mcp) or retry later`, { code: "TOO_MANY_SESSIONS", scope: admission.scope, limit: admission.limit });
+      return jsonRpcError(
+        res,
+        status,
+        -32000,
+        `Too many open MCP sessions for ${what} (the limit is ${admission.limit}, none idle to close): close one (DELETE /mcp) or retry later`,
+        { code: "TOO_MANY_SESSIONS", scope: admission.scope, limit: admission.limit },
+      );
     }
     const server = o.createServer();
     const reservation = `opening:${randomUUID()}`;

@@ -20,7 +20,14 @@ const FINISHED: Readonly<Record<string, string>> = {
 };
 
 const NOT_STARTED: ReadonlySet<StepStatus> = new Set<StepStatus>(["pending", "waiting_confirmation"]);
-const DONE: ReadonlySet<StepStatus> = new Set<StepStatus>(["completed", "failed", "skipped", "cancelled", "rolled_back", "rollback_failed"]);
+const DONE: ReadonlySet<StepStatus> = new Set<StepStatus>([
+  "completed",
+  "failed",
+  "skipped",
+  "cancelled",
+  "rolled_back",
+  "rollback_failed",
+]);
 
 export class ProgressTracker {
   private readonly started = new Set<string>();

@@ -29,15 +29,18 @@ export interface SessionInfo {
 }
 
 export type Admission =
-  | { ok: true; evict: string[] }
-  | { ok: false; scope: "key" | "workspace" | "process"; limit: number };
+  { ok: true; evict: string[] } | { ok: false; scope: "key" | "workspace" | "process"; limit: number };
 
 /**
  * Room for one more session of `who`: the sessions to close first (the fewest, oldest idle first,
  * the key's own before the workspace's), or the quota that refuses it. The process-wide cap only
  * ever evicts the caller's own sessions: another workspace's sessions are never closed for it.
  */
-export function admitSession(sessions: Iterable<SessionInfo>, who: { keyId: string; workspaceId: string }, q: SessionQuotas): Admission {
+export function admitSession(
+  sessions: Iterable<SessionInfo>,
+  who: { keyId: string; workspaceId: string },
+  q: SessionQuotas,
+): Admission {
   const all = [...sessions];
   const mine = all.filter((s) => s.keyId === who.keyId);
   const workspace = all.filter((s) => s.workspaceId === who.workspaceId);
@@ -54,9 +57,14 @@ export function admitSession(sessions: Iterable<SessionInfo>, who: { keyId: stri
   };
   const over = (xs: SessionInfo[], limit: number) => xs.filter((s) => !evict.has(s.id)).length + 1 - limit;
   // the key's quota: its own idle sessions make room
-  if (over(mine, q.perKey) > 0 && !take(mine, over(mine, q.perKey))) return { ok: false, scope: "key", limit: q.perKey };
+  if (over(mine, q.perKey) > 0 && !take(mine, over(mine, q.perKey)))
+    return { ok: false, scope: "key", limit: q.perKey };
   // the workspace's: the key's own first, then the workspace's other keys
-  if (over(workspace, q.perWorkspace) > 0 && !take(mine, over(workspace, q.perWorkspace)) && !take(workspace, over(workspace, q.perWorkspace))) {
+  if (
+    over(workspace, q.perWorkspace) > 0 &&
+    !take(mine, over(workspace, q.perWorkspace)) &&
+    !take(workspace, over(workspace, q.perWorkspace))
+  ) {
     return { ok: false, scope: "workspace", limit: q.perWorkspace };
   }
   // the process's: only the caller's own idle sessions

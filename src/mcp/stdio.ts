@@ -32,7 +32,11 @@ async function principalFor(access: PgAccessStore, o: StdioOptions): Promise<Pri
   }
   const id = o.workspace ?? "local";
   const ws = (await access.getWorkspace(id)) ?? (id === "local" ? await access.ensureWorkspace("local") : undefined);
-  if (!ws) throw new ToolchainError(ErrorCode.NOT_FOUND, `workspace "${id}" not found (create it with: toolchain keys create --workspace ${id})`);
+  if (!ws)
+    throw new ToolchainError(
+      ErrorCode.NOT_FOUND,
+      `workspace "${id}" not found (create it with: toolchain keys create --workspace ${id})`,
+    );
   return { workspaceId: ws.workspaceId, keyId: "stdio", allowedSkills: ws.allowedSkills };
 }
 
@@ -45,8 +49,19 @@ export async function serveMcpStdio(o: StdioOptions = {}): Promise<void> {
   const stopWorker = db.kind === "embedded" ? runtime.startWorker({ pollMs: 1_000 }) : async () => undefined;
   try {
     const principal = await principalFor(new PgAccessStore(db), o);
-    const service = new RunService({ runtime, feeds: live.feeds, cache: live.cache, execution: "inline", maxWaitMs: o.maxWaitMs ?? 300_000 });
-    const server = createToolchainMcpServer({ service, feeds: live.feeds, principal: () => principal, elicitationTimeoutMs: o.elicitationTimeoutMs });
+    const service = new RunService({
+      runtime,
+      feeds: live.feeds,
+      cache: live.cache,
+      execution: "inline",
+      maxWaitMs: o.maxWaitMs ?? 300_000,
+    });
+    const server = createToolchainMcpServer({
+      service,
+      feeds: live.feeds,
+      principal: () => principal,
+      elicitationTimeoutMs: o.elicitationTimeoutMs,
+    });
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = resolve;
@@ -55,7 +70,9 @@ export async function serveMcpStdio(o: StdioOptions = {}): Promise<void> {
       process.once("SIGTERM", resolve);
     });
     await server.connect(transport);
-    console.error(`toolchain MCP server on stdio (workspace "${principal.workspaceId}", ${db.kind === "server" ? "Postgres server" : "embedded Postgres"})`);
+    console.error(
+      `toolchain MCP server on stdio (workspace "${principal.workspaceId}", ${db.kind === "server" ? "Postgres server" : "embedded Postgres"})`,
+    );
     await closed;
     await server.close().catch(() => undefined);
   } finally {

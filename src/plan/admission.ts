@@ -27,7 +27,16 @@ export type AuthorKind = "person" | "model" | "agent";
 export const AUTHOR_KINDS: readonly AuthorKind[] = ["person", "model", "agent"];
 /** The surface a plan came through. */
 export type AuthorVia = "library" | "rest" | "cli" | "console" | "mcp" | "agent" | "studio" | "planner";
-export const AUTHOR_VIAS: readonly AuthorVia[] = ["library", "rest", "cli", "console", "mcp", "agent", "studio", "planner"];
+export const AUTHOR_VIAS: readonly AuthorVia[] = [
+  "library",
+  "rest",
+  "cli",
+  "console",
+  "mcp",
+  "agent",
+  "studio",
+  "planner",
+];
 
 export interface PlanAuthor {
   kind: AuthorKind;
@@ -63,7 +72,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * The plan as it may run for this author, with the warnings of what changed. Throws
  * PlanValidationError (CONFIRMATION_REQUIRED, PLAN_OVER_BUDGET) for what cannot be admitted.
  */
-export function admitPlan(plan: unknown, author: PlanAuthor, skillOf: (name: string) => Skill | undefined, limits: ClampLimits, budget: PlanBudget): { plan: unknown; admission: Admission } {
+export function admitPlan(
+  plan: unknown,
+  author: PlanAuthor,
+  skillOf: (name: string) => Skill | undefined,
+  limits: ClampLimits,
+  budget: PlanBudget,
+): { plan: unknown; admission: Admission } {
   if (author.kind === "person") {
     const issues = relaxIssues(plan, author, skillOf);
     if (issues.length) throw new PlanValidationError(issues);
@@ -76,7 +91,11 @@ export function admitPlan(plan: unknown, author: PlanAuthor, skillOf: (name: str
 }
 
 /** A person's `requireConfirmation: false` where they may not write it. */
-export function relaxIssues(plan: unknown, author: PlanAuthor, skillOf: (name: string) => Skill | undefined): PlanIssue[] {
+export function relaxIssues(
+  plan: unknown,
+  author: PlanAuthor,
+  skillOf: (name: string) => Skill | undefined,
+): PlanIssue[] {
   if (!isObject(plan) || !Array.isArray(plan.steps)) return [];
   const issues: PlanIssue[] = [];
   for (const s of plan.steps) {
@@ -84,19 +103,35 @@ export function relaxIssues(plan: unknown, author: PlanAuthor, skillOf: (name: s
     const skill = skillOf(s.skillName);
     if (!skill || mayRelax(skill, author)) continue;
     const stepId = typeof s.stepId === "string" ? s.stepId : "?";
-    const why = author.kind === "person" && author.mayRelaxConfirmation ? `${skill.name} is external and cannot be undone: it always asks` : `this key may not remove confirmations (permission relax_confirmation)`;
-    issues.push({ code: ErrorCode.CONFIRMATION_REQUIRED, message: `step "${stepId}": requireConfirmation: false refused: ${skill.name} requires confirmation and ${why}`, stepId, path: "requireConfirmation" });
+    const why =
+      author.kind === "person" && author.mayRelaxConfirmation
+        ? `${skill.name} is external and cannot be undone: it always asks`
+        : `this key may not remove confirmations (permission relax_confirmation)`;
+    issues.push({
+      code: ErrorCode.CONFIRMATION_REQUIRED,
+      message: `step "${stepId}": requireConfirmation: false refused: ${skill.name} requires confirmation and ${why}`,
+      stepId,
+      path: "requireConfirmation",
+    });
   }
   return issues;
 }
 
 /** Budget issues of a (clamped) plan: each names the budget and the figure. */
-export function budgetIssues(plan: unknown, skillOf: (name: string) => Skill | undefined, budget: PlanBudget): PlanIssue[] {
+export function budgetIssues(
+  plan: unknown,
+  skillOf: (name: string) => Skill | undefined,
+  budget: PlanBudget,
+): PlanIssue[] {
   if (!isObject(plan) || !Array.isArray(plan.steps)) return [];
   const steps = plan.steps.filter(isObject);
   const issues: PlanIssue[] = [];
   if (steps.length > budget.maxSteps) {
-    issues.push({ code: ErrorCode.PLAN_OVER_BUDGET, message: `plan has ${steps.length} steps; the budget for model and agent plans is ${budget.maxSteps} (maxSteps)`, path: "steps" });
+    issues.push({
+      code: ErrorCode.PLAN_OVER_BUDGET,
+      message: `plan has ${steps.length} steps; the budget for model and agent plans is ${budget.maxSteps} (maxSteps)`,
+      path: "steps",
+    });
   }
   let asks = 0;
   const dependents = new Map<string, number>();
@@ -106,18 +141,30 @@ export function budgetIssues(plan: unknown, skillOf: (name: string) => Skill | u
     if (!deps.length) roots++;
     for (const d of new Set(deps)) if (typeof d === "string") dependents.set(d, (dependents.get(d) ?? 0) + 1);
     const skill = typeof s.skillName === "string" ? skillOf(s.skillName) : undefined;
-    if (skill && plannedConfirmation(skill, s.requireConfirmation as boolean | undefined, staticArgs(s.arguments)) !== "no") asks++;
+    if (
+      skill &&
+      plannedConfirmation(skill, s.requireConfirmation as boolean | undefined, staticArgs(s.arguments)) !== "no"
+    )
+      asks++;
     else if (isObject(s.fallback) && typeof s.fallback.skillName === "string") {
       const fb = skillOf(s.fallback.skillName);
       if (fb && plannedConfirmation(fb, undefined, staticArgs(s.fallback.arguments)) !== "no") asks++;
     }
   }
   if (asks > budget.maxConfirmations) {
-    issues.push({ code: ErrorCode.PLAN_OVER_BUDGET, message: `plan has ${asks} steps that ask for confirmation; the budget for model and agent plans is ${budget.maxConfirmations} (maxConfirmations)`, path: "steps" });
+    issues.push({
+      code: ErrorCode.PLAN_OVER_BUDGET,
+      message: `plan has ${asks} steps that ask for confirmation; the budget for model and agent plans is ${budget.maxConfirmations} (maxConfirmations)`,
+      path: "steps",
+    });
   }
   const widest = Math.max(roots, ...dependents.values());
   if (widest > budget.maxFanOut) {
-    issues.push({ code: ErrorCode.PLAN_OVER_BUDGET, message: `plan fans out to ${widest} steps at once; the budget for model and agent plans is ${budget.maxFanOut} (maxFanOut)`, path: "steps" });
+    issues.push({
+      code: ErrorCode.PLAN_OVER_BUDGET,
+      message: `plan fans out to ${widest} steps at once; the budget for model and agent plans is ${budget.maxFanOut} (maxFanOut)`,
+      path: "steps",
+    });
   }
   return issues;
 }
@@ -128,7 +175,9 @@ export function budgetIssues(plan: unknown, skillOf: (name: string) => Skill | u
  */
 export function stepAsks(registry: { get(name: string): Skill | undefined }, s: ToolChainStep): boolean {
   const skill = registry.get(s.skillName);
-  const own = skill ? plannedConfirmation(skill, s.requireConfirmation, staticArgs(s.arguments)) !== "no" : s.requireConfirmation === true;
+  const own = skill
+    ? plannedConfirmation(skill, s.requireConfirmation, staticArgs(s.arguments)) !== "no"
+    : s.requireConfirmation === true;
   if (own) return true;
   const fb = s.fallback && "skillName" in s.fallback ? s.fallback : undefined;
   const fbSkill = fb ? registry.get(fb.skillName) : undefined;
@@ -155,8 +204,20 @@ const positiveInt = (name: string, raw: string | undefined, fallback: number): n
 /** `TOOLCHAIN_AGENT_PLAN_MAX_STEPS`, `…_MAX_CONFIRMATIONS`, `…_MAX_FAN_OUT` (defaults above). */
 export function planBudgetFromEnv(env: NodeJS.ProcessEnv = process.env): PlanBudget {
   return {
-    maxSteps: positiveInt("TOOLCHAIN_AGENT_PLAN_MAX_STEPS", env.TOOLCHAIN_AGENT_PLAN_MAX_STEPS, DEFAULT_PLAN_BUDGET.maxSteps),
-    maxConfirmations: positiveInt("TOOLCHAIN_AGENT_PLAN_MAX_CONFIRMATIONS", env.TOOLCHAIN_AGENT_PLAN_MAX_CONFIRMATIONS, DEFAULT_PLAN_BUDGET.maxConfirmations),
-    maxFanOut: positiveInt("TOOLCHAIN_AGENT_PLAN_MAX_FAN_OUT", env.TOOLCHAIN_AGENT_PLAN_MAX_FAN_OUT, DEFAULT_PLAN_BUDGET.maxFanOut),
+    maxSteps: positiveInt(
+      "TOOLCHAIN_AGENT_PLAN_MAX_STEPS",
+      env.TOOLCHAIN_AGENT_PLAN_MAX_STEPS,
+      DEFAULT_PLAN_BUDGET.maxSteps,
+    ),
+    maxConfirmations: positiveInt(
+      "TOOLCHAIN_AGENT_PLAN_MAX_CONFIRMATIONS",
+      env.TOOLCHAIN_AGENT_PLAN_MAX_CONFIRMATIONS,
+      DEFAULT_PLAN_BUDGET.maxConfirmations,
+    ),
+    maxFanOut: positiveInt(
+      "TOOLCHAIN_AGENT_PLAN_MAX_FAN_OUT",
+      env.TOOLCHAIN_AGENT_PLAN_MAX_FAN_OUT,
+      DEFAULT_PLAN_BUDGET.maxFanOut,
+    ),
   };
 }

@@ -38,7 +38,11 @@ type Limits = ClampLimits;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A copy of `plan` clamped to the skills' metadata, and one warning per change. */
-export function clampPlan(plan: unknown, skillOf: (name: string) => Skill | undefined, limits: Limits): { plan: unknown; warnings: PlanWarning[] } {
+export function clampPlan(
+  plan: unknown,
+  skillOf: (name: string) => Skill | undefined,
+  limits: Limits,
+): { plan: unknown; warnings: PlanWarning[] } {
   if (!isObject(plan) || !Array.isArray(plan.steps)) return { plan, warnings: [] };
   const warnings: PlanWarning[] = [];
   const steps = plan.steps.map((raw): unknown => {
@@ -47,18 +51,23 @@ export function clampPlan(plan: unknown, skillOf: (name: string) => Skill | unde
     if (!skill) return raw;
     const step: Record<string, unknown> = { ...raw };
     const stepId = typeof step.stepId === "string" ? step.stepId : undefined;
-    const warn = (code: PlanWarningCode, message: string) => warnings.push({ code, ...(stepId ? { stepId } : {}), message: `step "${stepId ?? "?"}": ${message}` });
+    const warn = (code: PlanWarningCode, message: string) =>
+      warnings.push({ code, ...(stepId ? { stepId } : {}), message: `step "${stepId ?? "?"}": ${message}` });
 
     if (step.requireConfirmation === false && skill.requiresConfirmation) {
       delete step.requireConfirmation;
-      warn("confirmation_required", `requireConfirmation: false ignored: ${skill.name} requires confirmation${typeof skill.requiresConfirmation === "function" ? " for some arguments" : ""}`);
+      warn(
+        "confirmation_required",
+        `requireConfirmation: false ignored: ${skill.name} requires confirmation${typeof skill.requiresConfirmation === "function" ? " for some arguments" : ""}`,
+      );
     }
 
     // a fallback skill is an execution like any other: it asks when its skill asks (the runtime
     // enforces it wherever the skill runs); say so, so nobody mistakes the fallback for a silent path
     if (isObject(step.fallback) && typeof step.fallback.skillName === "string") {
       const fb = skillOf(step.fallback.skillName);
-      if (fb?.requiresConfirmation) warn("fallback_confirmation", `fallback ${fb.name} requires confirmation: a person confirms it before it runs`);
+      if (fb?.requiresConfirmation)
+        warn("fallback_confirmation", `fallback ${fb.name} requires confirmation: a person confirms it before it runs`);
     }
 
     if (isObject(step.retry)) {
@@ -68,7 +77,10 @@ export function clampPlan(plan: unknown, skillOf: (name: string) => Skill | unde
         // (an absent maxAttempts means the default of 2; exactly 1 is already what we want)
         if (proposed !== 1) {
           step.retry = { maxAttempts: 1 };
-          warn("retry_not_allowed", `retry${proposed !== undefined ? ` (maxAttempts ${proposed})` : ""} removed: ${skill.name} has non-idempotent ${skill.sideEffects} side effects and runs at most once`);
+          warn(
+            "retry_not_allowed",
+            `retry${proposed !== undefined ? ` (maxAttempts ${proposed})` : ""} removed: ${skill.name} has non-idempotent ${skill.sideEffects} side effects and runs at most once`,
+          );
         }
       } else if (proposed !== undefined && proposed > limits.maxAttempts) {
         step.retry = { ...step.retry, maxAttempts: limits.maxAttempts };
@@ -83,12 +95,18 @@ export function clampPlan(plan: unknown, skillOf: (name: string) => Skill | unde
 
     if (step.rollback !== undefined) {
       delete step.rollback;
-      warn("rollback_ignored", `the proposed rollback was dropped: compensation comes from ${skill.name}'s own metadata`);
+      warn(
+        "rollback_ignored",
+        `the proposed rollback was dropped: compensation comes from ${skill.name}'s own metadata`,
+      );
     }
 
     if (step.acceptNoCompensation !== undefined) {
       delete step.acceptNoCompensation;
-      warn("accept_no_compensation_ignored", "acceptNoCompensation was dropped: only a person may accept an effect that cannot be undone");
+      warn(
+        "accept_no_compensation_ignored",
+        "acceptNoCompensation was dropped: only a person may accept an effect that cannot be undone",
+      );
     }
     return step;
   });

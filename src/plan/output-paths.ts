@@ -11,7 +11,13 @@ import type { Skill } from "../skills/contract.js";
 
 type Schema = Record<string, unknown> | boolean;
 
-export type PathCheck = { ok: true } | { ok: false; /** index of the first segment no output can have */ at: number; /** the keys the schema declares there */ known: string[] };
+export type PathCheck =
+  | { ok: true }
+  | {
+      ok: false;
+      /** index of the first segment no output can have */ at: number;
+      /** the keys the schema declares there */ known: string[];
+    };
 
 const cache = new WeakMap<z.ZodType, Schema | undefined>();
 
@@ -31,7 +37,8 @@ export function outputJsonSchema(skill: Pick<Skill, "output">): Schema | undefin
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const typesOf = (s: Record<string, unknown>): string[] | undefined => (typeof s.type === "string" ? [s.type] : Array.isArray(s.type) ? (s.type as string[]) : undefined);
+const typesOf = (s: Record<string, unknown>): string[] | undefined =>
+  typeof s.type === "string" ? [s.type] : Array.isArray(s.type) ? (s.type as string[]) : undefined;
 const MAX_DEPTH = 64;
 
 /** Whether some value of `schema` has `path`. */
@@ -68,7 +75,12 @@ export function checkPath(schema: Schema, path: readonly string[]): PathCheck {
       const props = isObject(s.properties) ? s.properties : {};
       if (Object.prototype.hasOwnProperty.call(props, seg)) {
         if (admits(props[seg] as Schema, i + 1, depth + 1)) return true;
-      } else if (isObject(s.patternProperties) && Object.entries(s.patternProperties).some(([re, x]) => new RegExp(re, "u").test(seg) && admits(x as Schema, i + 1, depth + 1))) {
+      } else if (
+        isObject(s.patternProperties) &&
+        Object.entries(s.patternProperties).some(
+          ([re, x]) => new RegExp(re, "u").test(seg) && admits(x as Schema, i + 1, depth + 1),
+        )
+      ) {
         return true;
       } else if (s.additionalProperties === undefined || s.additionalProperties === true) {
         return true;

@@ -15,7 +15,10 @@ export interface Reachability {
  * `order` must be topological (every step after its dependencies); `deps` gives each step's
  * direct dependencies (ids that appear in `order`).
  */
-export function* ancestorSets(order: readonly string[], deps: ReadonlyMap<string, readonly string[]>): Generator<void, Reachability> {
+export function* ancestorSets(
+  order: readonly string[],
+  deps: ReadonlyMap<string, readonly string[]>,
+): Generator<void, Reachability> {
   const n = order.length;
   const words = (n + 31) >>> 5;
   const index = new Map<string, number>();

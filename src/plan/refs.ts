@@ -67,7 +67,10 @@ export function collectRefs(value: unknown, at = "arguments"): ParsedRef[] {
 }
 
 /** Read a path with own-property lookups only (no prototype walk). */
-export function readPath(root: unknown, path: readonly string[]): { found: true; value: unknown } | { found: false; missingAt: number } {
+export function readPath(
+  root: unknown,
+  path: readonly string[],
+): { found: true; value: unknown } | { found: false; missingAt: number } {
   let cur: unknown = root;
   for (let i = 0; i < path.length; i++) {
     const seg = path[i]!;
@@ -95,15 +98,26 @@ export interface RefScope {
 }
 
 export function resolveRef(ref: ParsedRef, scope: RefScope): unknown {
-  if (ref.root === "self" && !scope.self) throw refError(`${ref.at}: $ref "${ref.raw}": self.… is only available in rollback arguments`);
-  const base = ref.root === "context" ? scope.context : ref.root === "memory" ? scope.memory : ref.root === "self" ? scope.self : scope.steps;
+  if (ref.root === "self" && !scope.self)
+    throw refError(`${ref.at}: $ref "${ref.raw}": self.… is only available in rollback arguments`);
+  const base =
+    ref.root === "context"
+      ? scope.context
+      : ref.root === "memory"
+        ? scope.memory
+        : ref.root === "self"
+          ? scope.self
+          : scope.steps;
   if (ref.root === "steps" && !Object.prototype.hasOwnProperty.call(scope.steps, ref.path[0]!)) {
     throw refError(`${ref.at}: $ref "${ref.raw}": step "${ref.path[0]}" has no output`, { ref: ref.raw });
   }
   const r = readPath(base, ref.path);
   if (!r.found) {
     const prefix = [ref.root, ...ref.path.slice(0, r.missingAt + 1)].join(".");
-    throw refError(`${ref.at}: $ref "${ref.raw}" does not resolve: "${prefix}" is missing`, { ref: ref.raw, missing: prefix });
+    throw refError(`${ref.at}: $ref "${ref.raw}" does not resolve: "${prefix}" is missing`, {
+      ref: ref.raw,
+      missing: prefix,
+    });
   }
   return r.value;
 }
@@ -175,7 +189,11 @@ export function resolveArguments<T>(value: T, scope: RefScope, at = "arguments",
  * is named; a step's output counts nothing (unknown yet). Stops at `limit + 1`. Validation refuses
  * a step whose bound is over the budget: it could only fail at run time.
  */
-export function staticArgumentBytes(value: unknown, known: { context?: unknown; memory?: Record<string, unknown> }, limit: number): number {
+export function staticArgumentBytes(
+  value: unknown,
+  known: { context?: unknown; memory?: Record<string, unknown> },
+  limit: number,
+): number {
   let used = 0;
   const measured = new Map<object, number>();
   const stack: unknown[] = [value];

@@ -2,7 +2,7 @@
  * Retry policy compiled once per step, and the pure decision "may this failure be retried?".
  */
 import { DEFAULT_RETRYABLE, type ErrorCode, type StepError } from "../kernel/errors.js";
-import { MAX_TIMER_MS, RetrySpecSchema, type Backoff, type RetrySpec } from "./schema.js";
+import { MAX_BACKOFF_MS, MAX_TIMER_MS, RetrySpecSchema, type Backoff, type RetrySpec } from "./schema.js";
 import type { Skill } from "../skills/contract.js";
 import { hasSideEffects } from "../skills/contract.js";
 
@@ -49,10 +49,13 @@ export function decideRetry(
   return { retry: true, delayMs: Math.min(Math.max(delay, error.retryAfterMs ?? 0), MAX_TIMER_MS) };
 }
 
-/** Delay before attempt `attempt + 1`. Jitter is "full jitter" over [delay/2, delay]. */
+/**
+ * Delay before attempt `attempt + 1`. Jitter is "full jitter" over [delay/2, delay]. Without
+ * `maxMs`, exponential growth stops at MAX_BACKOFF_MS (1 h), the bound the plan's fields have.
+ */
 export function backoffDelay(b: Backoff, attempt: number, random: () => number = Math.random): number {
   const base = b.kind === "fixed" ? b.initialMs : b.initialMs * 2 ** (attempt - 1);
-  const capped = Math.min(base, b.maxMs ?? Number.POSITIVE_INFINITY);
+  const capped = Math.min(base, b.maxMs ?? MAX_BACKOFF_MS);
   if (!b.jitter) return capped;
   return Math.round(capped / 2 + (random() * capped) / 2);
 }

@@ -13,13 +13,19 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const StepIdSchema = z
   .string()
-  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "stepId must start with a letter and use letters, digits, '_' or '-' (max 64)");
+  .regex(
+    /^[A-Za-z][A-Za-z0-9_-]{0,63}$/,
+    "stepId must start with a letter and use letters, digits, '_' or '-' (max 64)",
+  );
+
+/** The longest retry backoff: the plan's `initialMs` / `maxMs`, and every computed delay (1 h). */
+export const MAX_BACKOFF_MS = 3_600_000;
 
 export const BackoffSchema = z
   .object({
     kind: z.enum(["fixed", "exponential"]),
-    initialMs: z.number().int().min(0).max(3_600_000),
-    maxMs: z.number().int().min(0).max(3_600_000).optional(),
+    initialMs: z.number().int().min(0).max(MAX_BACKOFF_MS),
+    maxMs: z.number().int().min(0).max(MAX_BACKOFF_MS).optional(),
     jitter: z.boolean().optional(),
   })
   .strict();
@@ -63,7 +69,10 @@ export const ToolChainStepSchema = z
     skillName: z.string().min(1).max(128),
     dependsOn: z.array(StepIdSchema).default([]),
     arguments: z.record(z.string(), z.unknown()).default({}),
-    saveResultAs: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/).optional(),
+    saveResultAs: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/)
+      .optional(),
     retry: RetrySpecSchema.optional(),
     rollback: RollbackSchema.optional(),
     timeoutMs: z.number().int().positive().max(86_400_000).optional(),
@@ -86,7 +95,12 @@ export const ToolChainPlanSchema = z
     maxConcurrency: z.number().int().positive().max(10_000).optional(),
     onFailure: FailurePolicySchema.default("skip_dependents"),
     rollbackMode: RollbackModeSchema.default("best_effort"),
-    deadlineMs: z.number().int().positive().max(MAX_TIMER_MS, `deadlineMs must be at most ${MAX_TIMER_MS} ms (2^31-1, the longest timer Node can hold)`).optional(),
+    deadlineMs: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_TIMER_MS, `deadlineMs must be at most ${MAX_TIMER_MS} ms (2^31-1, the longest timer Node can hold)`)
+      .optional(),
   })
   .strict();
 

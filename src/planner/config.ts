@@ -63,8 +63,17 @@ export function plannerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Plan
     throw new TypeError(`Expected TOOLCHAIN_PLANNER_METHOD to be one of ${METHODS.join(", ")}, got "${method}"`);
   }
   const out: PlannerOptions = {
-    timeoutMs: positiveInt("TOOLCHAIN_PLANNER_TIMEOUT_MS", env.TOOLCHAIN_PLANNER_TIMEOUT_MS, PLANNER_DEFAULTS.timeoutMs),
-    maxRetries: positiveInt("TOOLCHAIN_PLANNER_MAX_RETRIES", env.TOOLCHAIN_PLANNER_MAX_RETRIES, PLANNER_DEFAULTS.maxRetries, 0),
+    timeoutMs: positiveInt(
+      "TOOLCHAIN_PLANNER_TIMEOUT_MS",
+      env.TOOLCHAIN_PLANNER_TIMEOUT_MS,
+      PLANNER_DEFAULTS.timeoutMs,
+    ),
+    maxRetries: positiveInt(
+      "TOOLCHAIN_PLANNER_MAX_RETRIES",
+      env.TOOLCHAIN_PLANNER_MAX_RETRIES,
+      PLANNER_DEFAULTS.maxRetries,
+      0,
+    ),
   };
   if (env.TOOLCHAIN_PLANNER_MODEL?.trim()) out.model = env.TOOLCHAIN_PLANNER_MODEL.trim();
   if (env.OPENAI_BASE_URL?.trim()) out.baseURL = env.OPENAI_BASE_URL.trim();
@@ -86,5 +95,15 @@ export function resolvePlannerConfig(opts: PlannerOptions = {}): PlannerConfig {
  * - `invalid_output`: the answer could not be read as JSON, also after a repair round.
  * - `validation_failed`: the plan stayed invalid after a repair round.
  */
-export const FALLBACK_REASONS = ["not_configured", "timeout", "unreachable", "http_error", "rate_limited", "refused", "truncated", "invalid_output", "validation_failed"] as const;
+export const FALLBACK_REASONS = [
+  "not_configured",
+  "timeout",
+  "unreachable",
+  "http_error",
+  "rate_limited",
+  "refused",
+  "truncated",
+  "invalid_output",
+  "validation_failed",
+] as const;
 export type FallbackReason = (typeof FALLBACK_REASONS)[number];

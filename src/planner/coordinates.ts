@@ -13,7 +13,14 @@ export function businessCoordinates(context: unknown): BusinessCoordinates {
   const t = context.table;
   if (isObject(t) && nonEmpty(t.id)) {
     const schema = t.fields !== undefined ? { fields: t.fields } : t.schema;
-    return { table: { id: t.id, ref: "context.table.id", ...(nonEmpty(t.name) ? { name: t.name } : {}), ...(schema !== undefined ? { schema } : {}) } };
+    return {
+      table: {
+        id: t.id,
+        ref: "context.table.id",
+        ...(nonEmpty(t.name) ? { name: t.name } : {}),
+        ...(schema !== undefined ? { schema } : {}),
+      },
+    };
   }
   if (nonEmpty(t)) return { table: { id: t, ref: "context.table" } };
   if (nonEmpty(context.tableId)) return { table: { id: context.tableId, ref: "context.tableId" } };

@@ -38,14 +38,20 @@ function balancedEnd(text: string, start: number): number | undefined {
  * The JSON object in `text`: the whole text, else a fenced block, else an object embedded in prose
  * (the first that `prefer` likes, else the largest). `prefer` tells a plan from other objects.
  */
-export function extractJsonObject(text: string, prefer: (v: Record<string, unknown>) => boolean = () => true): Extracted {
+export function extractJsonObject(
+  text: string,
+  prefer: (v: Record<string, unknown>) => boolean = () => true,
+): Extracted {
   const body = text.trim();
   if (!body) return { ok: false, error: "the answer is empty" };
   const whole = tryParse(body);
   if (whole.ok) {
     if (typeof whole.value === "string") return extractJsonObject(whole.value, prefer); // double-encoded
     if (isObject(whole.value)) return whole;
-    return { ok: false, error: `the answer is JSON but not an object (${Array.isArray(whole.value) ? "an array" : typeof whole.value})` };
+    return {
+      ok: false,
+      error: `the answer is JSON but not an object (${Array.isArray(whole.value) ? "an array" : typeof whole.value})`,
+    };
   }
   const candidates: Record<string, unknown>[] = [];
   let firstError: string | undefined;
@@ -78,7 +84,10 @@ export function extractJsonObject(text: string, prefer: (v: Record<string, unkno
     const sized = candidates.map((c) => [JSON.stringify(c).length, c] as const).sort((a, b) => b[0] - a[0]);
     return { ok: true, value: sized[0]![1] };
   }
-  return { ok: false, error: `no JSON object found in the answer (${firstError ?? whole.error}); it starts with ${JSON.stringify(body.slice(0, 120))}` };
+  return {
+    ok: false,
+    error: `no JSON object found in the answer (${firstError ?? whole.error}); it starts with ${JSON.stringify(body.slice(0, 120))}`,
+  };
 }
 
 /** A plan-shaped object: has a `steps` array. */
@@ -95,7 +104,12 @@ export function unwrapArguments(args: unknown, prefer: (v: Record<string, unknow
   const keys = Object.keys(args);
   if (keys.length === 1) {
     const inner = args[keys[0]!];
-    const unwrapped = typeof inner === "string" ? extractJsonObject(inner, prefer) : isObject(inner) ? { ok: true as const, value: inner } : undefined;
+    const unwrapped =
+      typeof inner === "string"
+        ? extractJsonObject(inner, prefer)
+        : isObject(inner)
+          ? { ok: true as const, value: inner }
+          : undefined;
     if (unwrapped?.ok && isObject(unwrapped.value) && prefer(unwrapped.value)) return unwrapped;
   }
   return { ok: true, value: args };

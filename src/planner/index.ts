@@ -8,6 +8,7 @@
  * deterministic fallback planner writes the plan, with a stable reason. Every surface plans through this (the graph's planner node, the
  * API's /plan, the CLI's `plan`).
  */
+import { recordUsage, traced } from "../telemetry/tool-spans.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import { compilePlan, PlanValidationError, type PlanIssue } from "../plan/validate.js";
@@ -32,17 +33,8 @@ export type { PlanModel, TokenUsage, ModelAnswer } from "./llm-planner.js";
 export { OpenAiPlanModel, ModelCallError } from "./llm-planner.js";
 export type { Understanding } from "./fallback-planner.js";
 
-export type PlannerKind = "llm" | "fallback";
-
-/** Which planner wrote a plan, and why the fallback did when it did. */
-export interface PlannerInfo {
-  kind: PlannerKind;
-  /** The configured model (also when it failed and the fallback wrote the plan). */
-  model?: string;
-  fallbackReason?: FallbackReason;
-  /** What went wrong with the model, for people. */
-  fallbackDetail?: string;
-}
+export type { PlannerInfo, PlannerKind } from "./info.js";
+import type { PlannerInfo } from "./info.js";
 
 export interface PlanningInput {
   request: string;
@@ -86,11 +78,20 @@ export interface PlannerDeps {
 const SCHEMA_READ_TIMEOUT_MS = 5_000;
 
 const addUsage = (a: TokenUsage | undefined, b: TokenUsage | undefined): TokenUsage | undefined =>
-  !a ? b : !b ? a : { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, totalTokens: a.totalTokens + b.totalTokens };
+  !a
+    ? b
+    : !b
+      ? a
+      : {
+          inputTokens: a.inputTokens + b.inputTokens,
+          outputTokens: a.outputTokens + b.outputTokens,
+          totalTokens: a.totalTokens + b.totalTokens,
+        };
 
 const describe = (issues: readonly PlanIssue[]) => issues.map((i) => `${i.code}: ${i.message}`).join("; ");
 
-type Checked = { ok: true; plan: ToolChainPlan; warnings: PlanWarning[] } | { ok: false; issues: PlanIssue[]; previous: unknown };
+type Checked =
+  { ok: true; plan: ToolChainPlan; warnings: PlanWarning[] } | { ok: false; issues: PlanIssue[]; previous: unknown };
 
 const issuesOf = (e: unknown): PlanIssue[] => {
   if (e instanceof PlanValidationError) return e.issues;
@@ -112,7 +113,8 @@ export class Planner {
     this.budget = deps.budget ?? planBudgetFromEnv();
     this.now = deps.now ?? Date.now;
     this.log = deps.log ?? ((line) => console.warn(line));
-    this.llm = deps.model ?? (this.config.model ? new OpenAiPlanModel({ ...this.config, model: this.config.model }) : undefined);
+    this.llm =
+      deps.model ?? (this.config.model ? new OpenAiPlanModel({ ...this.config, model: this.config.model }) : undefined);
   }
 
   /** The model that writes plans, if one is configured. */
@@ -120,12 +122,40 @@ export class Planner {
     return this.llm?.model;
   }
 
-  /** Plan a request. Throws PLANNING_FAILED when no planner can write a valid plan for it. */
-  async plan(input: PlanningInput): Promise<PlanningOutcome> {
+  /**
+   * Plan a request. Throws PLANNING_FAILED when no planner can write a valid plan for it. Traced
+   * as one `plan` span (each model call a `chat <model>` child: model-call.ts).
+   */
+  plan(input: PlanningInput): Promise<PlanningOutcome> {
+    return traced(
+      () => ({
+        name: "plan",
+        attributes: {
+          ...(this.llm?.model ? { "gen_ai.request.model": this.llm.model } : {}),
+          "toolchain.workspace.id": input.workspaceId ?? DEFAULT_WORKSPACE,
+        },
+      }),
+      () => this.planOnce(input),
+      (out, span) => {
+        span.setAttribute("toolchain.planner.kind", out.planner.kind);
+        span.setAttribute("toolchain.plan.steps", out.plan.steps.length);
+        span.setAttribute("toolchain.planner.repair_rounds", out.repairRounds);
+        recordUsage(span, out.usage);
+      },
+    );
+  }
+
+  private async planOnce(input: PlanningInput): Promise<PlanningOutcome> {
     const started = this.now();
     const registry = this.deps.registry;
     const usable = (name: string) => registry.has(name) && (!input.allowSkill || input.allowSkill(name));
-    const validate = (plan: unknown) => compilePlan(plan, { registry, allowSkill: input.allowSkill, context: input.context ?? {}, memory: input.memory ?? {} }).plan;
+    const validate = (plan: unknown) =>
+      compilePlan(plan, {
+        registry,
+        allowSkill: input.allowSkill,
+        context: input.context ?? {},
+        memory: input.memory ?? {},
+      }).plan;
 
     let usage: TokenUsage | undefined;
     let repairRounds = 0;
@@ -137,7 +167,14 @@ export class Planner {
       const skills = registry.list().filter((s) => usable(s.name));
       const names = skills.map((s) => s.name);
       const planSchema = this.config.method === "jsonMode" ? modelPlanSchema(names, false) : undefined;
-      const messages = buildPrompt({ request: input.request, context: input.context, coordinates, skills, now: this.now(), planSchema });
+      const messages = buildPrompt({
+        request: input.request,
+        context: input.context,
+        coordinates,
+        skills,
+        now: this.now(),
+        planSchema,
+      });
       try {
         const first = await this.llm.propose(messages, input.signal, names);
         usage = addUsage(usage, first.usage);
@@ -146,27 +183,48 @@ export class Planner {
         if (!checked.ok) {
           const issues = checked.issues;
           repairRounds = 1;
-          const second = await this.llm.propose([...messages, repairMessage(checked.previous, issues)], input.signal, names);
+          const second = await this.llm.propose(
+            [...messages, repairMessage(checked.previous, issues)],
+            input.signal,
+            names,
+          );
           usage = addUsage(usage, second.usage);
           const again = this.check(second, validate);
           if (again.ok) {
-            warnings.push({ code: "repaired", message: storableText(`the model's first plan was refused (${describe(issues)}); its repaired plan passed`) });
+            warnings.push({
+              code: "repaired",
+              message: storableText(
+                `the model's first plan was refused (${describe(issues)}); its repaired plan passed`,
+              ),
+            });
           } else {
             const unreadable = "unreadable" in second;
             fallback = {
               reason: unreadable ? "invalid_output" : "validation_failed",
-              detail: storableText(`the model's ${unreadable ? "answer could still not be read as a plan" : "plan still failed validation"} after a repair round: ${describe(again.issues)}`),
+              detail: storableText(
+                `the model's ${unreadable ? "answer could still not be read as a plan" : "plan still failed validation"} after a repair round: ${describe(again.issues)}`,
+              ),
             };
           }
           checked = again;
         }
         if (checked.ok) {
-          return { plan: checked.plan, planner: { kind: "llm", model: this.llm.model }, warnings: [...checked.warnings, ...warnings], usage, repairRounds, durationMs: this.now() - started };
+          return {
+            plan: checked.plan,
+            planner: { kind: "llm", model: this.llm.model },
+            warnings: [...checked.warnings, ...warnings],
+            usage,
+            repairRounds,
+            durationMs: this.now() - started,
+          };
         }
       } catch (e) {
         if (!(e instanceof ModelCallError)) throw e;
         // the provider's own words (which can quote the operator's masked key) stay in the server log
-        if (e.providerMessage) this.log(`planner: model ${this.llm.model} ${e.reason}: ${e.message}; the provider said: ${e.providerMessage}`);
+        if (e.providerMessage)
+          this.log(
+            `planner: model ${this.llm.model} ${e.reason}: ${e.message}; the provider said: ${e.providerMessage}`,
+          );
         fallback = { reason: e.reason, detail: e.message };
       }
     }
@@ -180,12 +238,41 @@ export class Planner {
    */
   private check(answer: ModelAnswer, validate: (plan: unknown) => ToolChainPlan): Checked {
     if ("unreadable" in answer) {
-      return { ok: false, previous: answer.text, issues: [{ code: ErrorCode.PLAN_INVALID, message: `the answer could not be read as a JSON plan: ${answer.unreadable}` }] };
+      return {
+        ok: false,
+        previous: answer.text,
+        issues: [
+          {
+            code: ErrorCode.PLAN_INVALID,
+            message: `the answer could not be read as a JSON plan: ${answer.unreadable}`,
+          },
+        ],
+      };
     }
     const { plan: raw, issues } = fromModelPlan(answer.plan);
-    if (issues.length) return { ok: false, previous: answer.plan, issues: issues.map((i) => ({ code: ErrorCode.PLAN_INVALID, message: `plan.${i.path}: ${i.message}`, path: i.path })) };
+    if (issues.length)
+      return {
+        ok: false,
+        previous: answer.plan,
+        issues: issues.map((i) => ({
+          code: ErrorCode.PLAN_INVALID,
+          message: `plan.${i.path}: ${i.message}`,
+          path: i.path,
+        })),
+      };
     const bad = findUnstorable(raw, "plan");
-    if (bad) return { ok: false, previous: answer.plan, issues: [{ code: ErrorCode.UNSUPPORTED_VALUE, message: `${bad.message}: write it without that character`, path: bad.path }] };
+    if (bad)
+      return {
+        ok: false,
+        previous: answer.plan,
+        issues: [
+          {
+            code: ErrorCode.UNSUPPORTED_VALUE,
+            message: `${bad.message}: write it without that character`,
+            path: bad.path,
+          },
+        ],
+      };
     // the model's plan is admitted like any model-written plan: clamped, then held to the budget
     // (an over-budget plan gets the repair round naming the budget, like any other issue)
     const clamped = clampPlan(raw, (n) => this.deps.registry.get(n), this.config);
@@ -205,25 +292,46 @@ export class Planner {
     why: { reason: FallbackReason; detail: string },
     so: { usage?: TokenUsage; repairRounds: number; started: number },
   ): PlanningOutcome {
-    const planner: PlannerInfo = { kind: "fallback", ...(this.llm ? { model: this.llm.model } : {}), fallbackReason: why.reason, fallbackDetail: why.detail };
+    const planner: PlannerInfo = {
+      kind: "fallback",
+      ...(this.llm ? { model: this.llm.model } : {}),
+      fallbackReason: why.reason,
+      fallbackDetail: why.detail,
+    };
     let fb;
     try {
       fb = fallbackPlan({ request: input.request, context: input.context, available: usable, now: this.now() });
     } catch (e) {
       const err = e as ToolchainError;
-      throw new ToolchainError(err.code ?? ErrorCode.PLANNING_FAILED, `${err.message} (fallback planner used because ${why.reason}: ${why.detail})`, {
-        details: { ...(err.details as object), planner },
-      });
+      throw new ToolchainError(
+        err.code ?? ErrorCode.PLANNING_FAILED,
+        `${err.message} (fallback planner used because ${why.reason}: ${why.detail})`,
+        {
+          details: { ...(err.details as object), planner },
+        },
+      );
     }
     let plan: ToolChainPlan;
     try {
       plan = validate(fb.plan);
     } catch (e) {
-      throw new ToolchainError(ErrorCode.PLANNING_FAILED, `the fallback planner's plan does not validate here: ${(e as Error).message}`, {
-        details: { understood: fb.understood, issues: issuesOf(e), planner },
-      });
+      throw new ToolchainError(
+        ErrorCode.PLANNING_FAILED,
+        `the fallback planner's plan does not validate here: ${(e as Error).message}`,
+        {
+          details: { understood: fb.understood, issues: issuesOf(e), planner },
+        },
+      );
     }
-    return { plan, planner, warnings: fb.warnings, usage: so.usage, repairRounds: so.repairRounds, durationMs: this.now() - so.started, understood: fb.understood };
+    return {
+      plan,
+      planner,
+      warnings: fb.warnings,
+      usage: so.usage,
+      repairRounds: so.repairRounds,
+      durationMs: this.now() - so.started,
+      understood: fb.understood,
+    };
   }
 
   /** The target table and, when the workspace can read it, its schema (read with the describe skill). */
@@ -242,6 +350,7 @@ export class Planner {
       logger: { debug() {}, info() {}, warn() {}, error() {} },
       context: input.context ?? {},
       workspaceId: input.workspaceId ?? DEFAULT_WORKSPACE,
+      traceHeaders: () => ({}),
     } as SkillContext;
     try {
       const args = describe.input.parse({ tableId: table.id });

@@ -16,7 +16,8 @@ import type { PromptMessage } from "./prompt.js";
 export { ModelCallError, chatModel, type TokenUsage } from "./model-call.js";
 
 /** What the model answered: a plan as it wrote it (not validated), or text that is not one. */
-export type ModelAnswer = { plan: unknown; usage?: TokenUsage } | { unreadable: string; text: string; usage?: TokenUsage };
+export type ModelAnswer =
+  { plan: unknown; usage?: TokenUsage } | { unreadable: string; text: string; usage?: TokenUsage };
 
 /** What the planner needs from a model: one structured answer per call. */
 export interface PlanModel {
@@ -25,13 +26,22 @@ export interface PlanModel {
   propose(messages: readonly PromptMessage[], signal?: AbortSignal, skills?: readonly string[]): Promise<ModelAnswer>;
 }
 
-const toMessage = (m: PromptMessage): BaseMessage => (m.role === "system" ? new SystemMessage(m.content) : new HumanMessage(m.content));
+const toMessage = (m: PromptMessage): BaseMessage =>
+  m.role === "system" ? new SystemMessage(m.content) : new HumanMessage(m.content);
 
-export const PLAN_TOOL = { name: "ToolChainPlan", description: "A tool-chain plan: a DAG of steps, each calling one skill of the manifest" };
+export const PLAN_TOOL = {
+  name: "ToolChainPlan",
+  description: "A tool-chain plan: a DAG of steps, each calling one skill of the manifest",
+};
 
 /** The structured-output spec of a plan for these skills. */
 export function planSpec(skills: readonly string[]): StructuredSpec {
-  return { ...PLAN_TOOL, schema: modelPlanSchema(skills, false), strictSchema: modelPlanSchema(skills, true), prefer: looksLikePlan };
+  return {
+    ...PLAN_TOOL,
+    schema: modelPlanSchema(skills, false),
+    strictSchema: modelPlanSchema(skills, true),
+    prefer: looksLikePlan,
+  };
 }
 
 export class OpenAiPlanModel implements PlanModel {
@@ -43,8 +53,14 @@ export class OpenAiPlanModel implements PlanModel {
     this.chat = chatModel(config);
   }
 
-  async propose(messages: readonly PromptMessage[], signal?: AbortSignal, skills: readonly string[] = []): Promise<ModelAnswer> {
+  async propose(
+    messages: readonly PromptMessage[],
+    signal?: AbortSignal,
+    skills: readonly string[] = [],
+  ): Promise<ModelAnswer> {
     const out = await callStructured(this.chat, this.config, planSpec(skills), messages.map(toMessage), { signal });
-    return out.kind === "value" ? { plan: out.value, usage: out.usage } : { unreadable: out.error, text: out.text, usage: out.usage };
+    return out.kind === "value"
+      ? { plan: out.value, usage: out.usage }
+      : { unreadable: out.error, text: out.text, usage: out.usage };
   }
 }

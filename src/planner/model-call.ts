@@ -7,6 +7,7 @@
  * an unreadable one is returned with its parse error for the repair round. The provider's own error
  * text goes to `providerMessage` (the server log), never into the reason people see.
  */
+import { recordUsage, SpanKind, traced } from "../telemetry/tool-spans.js";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { abortableSleep } from "../kernel/sleep.js";
 import { ChatOpenAI } from "@langchain/openai";
@@ -16,11 +17,8 @@ import { extractJsonObject, unwrapArguments } from "./extract.js";
 import type { JsonSchema } from "./model-schema.js";
 import { endpointKey, stallBreaker } from "./stall-breaker.js";
 
-export interface TokenUsage {
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-}
+export type { TokenUsage } from "./info.js";
+import type { TokenUsage } from "./info.js";
 
 /** The model could not give a usable answer; `reason` says why (it becomes the fallback reason). */
 export class ModelCallError extends Error {
@@ -36,7 +34,9 @@ export class ModelCallError extends Error {
 }
 
 /** What the model answered: an object, or text that could not be read as one (and why). */
-export type CallOutcome = { kind: "value"; value: unknown; usage?: TokenUsage } | { kind: "unreadable"; error: string; text: string; usage?: TokenUsage };
+export type CallOutcome =
+  | { kind: "value"; value: unknown; usage?: TokenUsage }
+  | { kind: "unreadable"; error: string; text: string; usage?: TokenUsage };
 
 export interface StructuredSpec {
   name: string;
@@ -49,7 +49,10 @@ export interface StructuredSpec {
   prefer: (v: Record<string, unknown>) => boolean;
 }
 
-export type ModelConfig = Pick<PlannerConfig, "baseURL" | "apiKey" | "timeoutMs" | "method" | "maxRetries" | "temperature"> & { model: string };
+export type ModelConfig = Pick<
+  PlannerConfig,
+  "baseURL" | "apiKey" | "timeoutMs" | "method" | "maxRetries" | "temperature"
+> & { model: string };
 
 /** The configured chat model. Retries are ours (deadline-aware), so the client makes none. */
 export function chatModel(config: ModelConfig): ChatOpenAI {
@@ -67,12 +70,20 @@ export function chatModel(config: ModelConfig): ChatOpenAI {
 
 function bind(chat: ChatOpenAI, method: StructuredMethod, spec: StructuredSpec) {
   if (method === "functionCalling") {
-    return chat.bindTools([{ type: "function", function: { name: spec.name, description: spec.description, parameters: spec.schema } }], {
-      tool_choice: { type: "function", function: { name: spec.name } },
-    });
+    return chat.bindTools(
+      [{ type: "function", function: { name: spec.name, description: spec.description, parameters: spec.schema } }],
+      {
+        tool_choice: { type: "function", function: { name: spec.name } },
+      },
+    );
   }
   if (method === "jsonSchema") {
-    return chat.withConfig({ response_format: { type: "json_schema", json_schema: { name: spec.name, description: spec.description, strict: true, schema: spec.strictSchema } } });
+    return chat.withConfig({
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: spec.name, description: spec.description, strict: true, schema: spec.strictSchema },
+      },
+    });
   }
   return chat.withConfig({ response_format: { type: "json_object" } });
 }
@@ -114,18 +125,32 @@ const usageOf = (m: AIMessage): TokenUsage | undefined => {
 };
 const quote = (s: string, n = 300) => JSON.stringify(storableText(s.length > n ? `${s.slice(0, n)}…` : s));
 
-
 /** What the model answered, read as the spec's object. Throws ModelCallError for refusals and truncation. */
 export function readAnswer(m: AIMessage, spec: StructuredSpec): CallOutcome {
   const usage = usageOf(m);
-  const raw = m.additional_kwargs?.__raw_response as { choices?: { finish_reason?: string; message?: { refusal?: string | null } }[] } | undefined;
+  const raw = m.additional_kwargs?.__raw_response as
+    { choices?: { finish_reason?: string; message?: { refusal?: string | null } }[] } | undefined;
   const choice = raw?.choices?.[0];
   const finish = choice?.finish_reason ?? (m.response_metadata?.finish_reason as string | undefined);
   const refusal = choice?.message?.refusal ?? (m.additional_kwargs?.refusal as string | undefined);
-  if (typeof refusal === "string" && refusal.trim() !== "") throw new ModelCallError("refused", `the model refused: ${quote(refusal)}`);
-  if (finish === "length") throw new ModelCallError("truncated", `the answer was cut off at the token limit (finish_reason "length"${usage ? `, ${usage.outputTokens} output tokens` : ""})`);
-  if (finish === "content_filter") throw new ModelCallError("refused", "the answer was stopped by the provider's content filter (finish_reason \"content_filter\")");
-  const text = typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((c) => (typeof c === "string" ? c : ((c as { text?: string }).text ?? ""))).join("") : "";
+  if (typeof refusal === "string" && refusal.trim() !== "")
+    throw new ModelCallError("refused", `the model refused: ${quote(refusal)}`);
+  if (finish === "length")
+    throw new ModelCallError(
+      "truncated",
+      `the answer was cut off at the token limit (finish_reason "length"${usage ? `, ${usage.outputTokens} output tokens` : ""})`,
+    );
+  if (finish === "content_filter")
+    throw new ModelCallError(
+      "refused",
+      'the answer was stopped by the provider\'s content filter (finish_reason "content_filter")',
+    );
+  const text =
+    typeof m.content === "string"
+      ? m.content
+      : Array.isArray(m.content)
+        ? m.content.map((c) => (typeof c === "string" ? c : ((c as { text?: string }).text ?? ""))).join("")
+        : "";
   const call = m.tool_calls?.[0];
   const got = call
     ? unwrapArguments(call.args, spec.prefer)
@@ -135,7 +160,11 @@ export function readAnswer(m: AIMessage, spec: StructuredSpec): CallOutcome {
         ? extractJsonObject(text, spec.prefer)
         : { ok: false as const, error: "the answer has no content and no tool call" };
   if (got.ok) return { kind: "value", value: got.value, usage };
-  const shown = call ? JSON.stringify(call.args) : m.invalid_tool_calls?.[0] ? String(m.invalid_tool_calls[0].args ?? "") : text;
+  const shown = call
+    ? JSON.stringify(call.args)
+    : m.invalid_tool_calls?.[0]
+      ? String(m.invalid_tool_calls[0].args ?? "")
+      : text;
   return { kind: "unreadable", error: got.error, text: shown, usage };
 }
 
@@ -146,7 +175,13 @@ export interface CallOptions {
 }
 
 /** One answer within `config.timeoutMs`, transient failures retried inside it. */
-export async function callStructured(chat: ChatOpenAI, config: ModelConfig, spec: StructuredSpec, messages: BaseMessage[], opts: CallOptions = {}): Promise<CallOutcome> {
+export async function callStructured(
+  chat: ChatOpenAI,
+  config: ModelConfig,
+  spec: StructuredSpec,
+  messages: BaseMessage[],
+  opts: CallOptions = {},
+): Promise<CallOutcome> {
   const now = opts.now ?? Date.now;
   const deadline = now() + config.timeoutMs;
   const key = endpointKey(config);
@@ -161,13 +196,37 @@ export async function callStructured(chat: ChatOpenAI, config: ModelConfig, spec
     let failure: ModelCallError;
     let waitMs: number | undefined;
     try {
-      const m = (await runnable.invoke(messages, { signal })) as AIMessage;
+      const m = await traced(
+        () => ({
+          name: `chat ${config.model}`,
+          kind: SpanKind.CLIENT,
+          attributes: {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": config.model,
+            "toolchain.planner.call_attempt": attempts,
+          },
+        }),
+        async () => (await runnable.invoke(messages, { signal })) as AIMessage,
+        (r, span) => {
+          recordUsage(span, usageOf(r), r.response_metadata?.model_name as string | undefined);
+          const finish = r.response_metadata?.finish_reason;
+          if (typeof finish === "string") span.setAttribute("gen_ai.response.finish_reasons", [finish]);
+        },
+      );
       stallBreaker.reset(key);
       return readAnswer(m, spec);
     } catch (e) {
       if (opts.signal?.aborted) throw e; // the run was cancelled: not a planner failure
       if (e instanceof ModelCallError) throw e;
-      const err = e as { name?: string; status?: number; message?: string; code?: string; headers?: unknown; constructor?: { name?: string } };
+      const err = e as {
+        name?: string;
+        status?: number;
+        message?: string;
+        code?: string;
+        headers?: unknown;
+        constructor?: { name?: string };
+      };
       const msg = String(err?.message ?? e).slice(0, 2_000);
       if (timer.aborted || err?.name === "TimeoutError") {
         stallBreaker.trip(key, now());
@@ -178,28 +237,47 @@ export async function callStructured(chat: ChatOpenAI, config: ModelConfig, spec
         throw new ModelCallError("truncated", 'the answer was cut off at the token limit (finish_reason "length")');
       }
       if (err?.constructor?.name === "ContentFilterFinishReasonError" || /content filter/.test(msg)) {
-        throw new ModelCallError("refused", 'the answer was stopped by the provider\'s content filter (finish_reason "content_filter")');
+        throw new ModelCallError(
+          "refused",
+          'the answer was stopped by the provider\'s content filter (finish_reason "content_filter")',
+        );
       }
       // the client's own JSON.parse of a json_schema answer: the repair round gets the parse error
-      if (e instanceof SyntaxError && /structured output/i.test(msg)) return { kind: "unreadable", error: "the answer is not valid JSON for the response schema", text: "" };
+      if (e instanceof SyntaxError && /structured output/i.test(msg))
+        return { kind: "unreadable", error: "the answer is not valid JSON for the response schema", text: "" };
       if (typeof err?.status === "number") {
         const status = err.status;
         const more = attempts > 1 ? ` after ${attempts} attempts` : "";
-        failure = new ModelCallError(status === 429 ? "rate_limited" : "http_error", `${statusText(status)}${more}`, msg);
+        failure = new ModelCallError(
+          status === 429 ? "rate_limited" : "http_error",
+          `${statusText(status)}${more}`,
+          msg,
+        );
         if (!RETRYABLE_STATUS(status) || attempts > config.maxRetries) throw failure;
         const asked = retryAfterMs(err.headers, now());
         if (asked !== undefined && now() + asked >= deadline) {
-          throw new ModelCallError(failure.reason, `${failure.message}; it asked to retry after ${Math.ceil(asked / 1000)} s, beyond the planner's deadline of ${config.timeoutMs} ms`, msg);
+          throw new ModelCallError(
+            failure.reason,
+            `${failure.message}; it asked to retry after ${Math.ceil(asked / 1000)} s, beyond the planner's deadline of ${config.timeoutMs} ms`,
+            msg,
+          );
         }
         waitMs = asked ?? Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)) * (0.5 + Math.random() / 2);
-      } else if (/connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|socket/i.test(`${err?.name} ${err?.code} ${msg}`)) {
+      } else if (
+        /connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|socket/i.test(`${err?.name} ${err?.code} ${msg}`)
+      ) {
         const code = /E[A-Z_]{4,}/.exec(`${err?.code ?? ""} ${msg}`)?.[0];
         throw new ModelCallError("unreachable", `the model endpoint is unreachable${code ? ` (${code})` : ""}`, msg);
       } else {
         throw new ModelCallError("invalid_output", "the model call failed with an unexpected answer", msg);
       }
     }
-    if (now() + waitMs >= deadline) throw new ModelCallError(failure.reason, `${failure.message}; no time left to retry within ${config.timeoutMs} ms`, failure.providerMessage);
+    if (now() + waitMs >= deadline)
+      throw new ModelCallError(
+        failure.reason,
+        `${failure.message}; no time left to retry within ${config.timeoutMs} ms`,
+        failure.providerMessage,
+      );
     await abortableSleep(waitMs, opts.signal);
   }
 }

@@ -27,24 +27,62 @@ export function modelPlanSchema(skills: readonly string[], strict: boolean): Jso
   if (skills.length > 0 && skills.length <= MAX_ENUM_VALUES) skillName.enum = [...skills];
   const optional = (s: JsonSchema) => (strict ? nullable(s) : s);
   const stepProps: Record<string, JsonSchema> = {
-    stepId: { type: "string", pattern: STEP_ID_PATTERN, description: "Unique id: a letter, then letters, digits, '_' or '-'" },
+    stepId: {
+      type: "string",
+      pattern: STEP_ID_PATTERN,
+      description: "Unique id: a letter, then letters, digits, '_' or '-'",
+    },
     skillName,
-    dependsOn: { type: "array", items: { type: "string" }, description: "stepIds this step needs (every step it reads with $ref, directly or through another)" },
+    dependsOn: {
+      type: "array",
+      items: { type: "string" },
+      description: "stepIds this step needs (every step it reads with $ref, directly or through another)",
+    },
     arguments: strict
-      ? { type: "string", description: 'The skill\'s arguments as one JSON object written as text, e.g. "{\\"goal\\": \\"…\\", \\"tasks\\": {\\"$ref\\": \\"steps.split.tasks\\"}}"' }
-      : { type: "object", description: 'Arguments matching the skill\'s inputSchema; any value may be a reference {"$ref": "steps.<stepId>.<path>"} or {"$ref": "context.<path>"}' },
-    saveResultAs: optional({ type: "string", pattern: RESULT_KEY_PATTERN, description: "Save the output in the run's memory under this key" }),
-    requireConfirmation: optional({ type: "boolean", enum: [true], description: "true: ask a person before this step runs even though its skill does not require it" }),
+      ? {
+          type: "string",
+          description:
+            'The skill\'s arguments as one JSON object written as text, e.g. "{\\"goal\\": \\"…\\", \\"tasks\\": {\\"$ref\\": \\"steps.split.tasks\\"}}"',
+        }
+      : {
+          type: "object",
+          description:
+            'Arguments matching the skill\'s inputSchema; any value may be a reference {"$ref": "steps.<stepId>.<path>"} or {"$ref": "context.<path>"}',
+        },
+    saveResultAs: optional({
+      type: "string",
+      pattern: RESULT_KEY_PATTERN,
+      description: "Save the output in the run's memory under this key",
+    }),
+    requireConfirmation: optional({
+      type: "boolean",
+      enum: [true],
+      description: "true: ask a person before this step runs even though its skill does not require it",
+    }),
     onFailure: optional({ type: "string", enum: FAILURE_POLICIES }),
     description: optional({ type: "string", description: "What the step does, for people" }),
   };
-  const step: JsonSchema = { type: "object", properties: stepProps, additionalProperties: false, required: strict ? Object.keys(stepProps) : ["stepId", "skillName", "dependsOn", "arguments"] };
+  const step: JsonSchema = {
+    type: "object",
+    properties: stepProps,
+    additionalProperties: false,
+    required: strict ? Object.keys(stepProps) : ["stepId", "skillName", "dependsOn", "arguments"],
+  };
   const planProps: Record<string, JsonSchema> = {
     goal: optional({ type: "string", description: "The request's goal in a sentence" }),
     steps: { type: "array", minItems: 1, items: step },
-    onFailure: optional({ type: "string", enum: FAILURE_POLICIES, description: "What a failed step does to the rest (default skip_dependents)" }),
+    onFailure: optional({
+      type: "string",
+      enum: FAILURE_POLICIES,
+      description: "What a failed step does to the rest (default skip_dependents)",
+    }),
   };
-  return { type: "object", properties: planProps, additionalProperties: false, required: strict ? Object.keys(planProps) : ["steps"] };
+  return {
+    type: "object",
+    properties: planProps,
+    additionalProperties: false,
+    required: strict ? Object.keys(planProps) : ["steps"],
+  };
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -76,7 +114,10 @@ export function fromModelPlan(answer: unknown): { plan: unknown; issues: AnswerI
           if (isObject(parsed)) step.arguments = parsed;
           else issues.push({ path: `steps.${i}.arguments`, message: "the arguments text must hold one JSON object" });
         } catch (e) {
-          issues.push({ path: `steps.${i}.arguments`, message: `the arguments text is not JSON (${(e as Error).message})` });
+          issues.push({
+            path: `steps.${i}.arguments`,
+            message: `the arguments text is not JSON (${(e as Error).message})`,
+          });
         }
       }
       return step;
@@ -86,7 +127,29 @@ export function fromModelPlan(answer: unknown): { plan: unknown; issues: AnswerI
 }
 
 // Keywords OpenAI's strict mode documents as supported (Structured Outputs, "Supported schemas").
-const STRICT_KEYWORDS = new Set(["type", "description", "title", "enum", "const", "anyOf", "properties", "required", "additionalProperties", "items", "$ref", "$defs", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "minItems", "maxItems"]);
+const STRICT_KEYWORDS = new Set([
+  "type",
+  "description",
+  "title",
+  "enum",
+  "const",
+  "anyOf",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "$ref",
+  "$defs",
+  "pattern",
+  "format",
+  "multipleOf",
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "minItems",
+  "maxItems",
+]);
 const STRICT_FORMATS = new Set(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"]);
 
 /**
@@ -102,11 +165,20 @@ export function toStrictSchema(schema: JsonSchema, at = "schema"): JsonSchema {
     if (k === "format" && !STRICT_FORMATS.has(String(v))) continue;
     out[k] = v;
   }
-  if (Array.isArray(schema.anyOf)) out.anyOf = schema.anyOf.map((s, i) => toStrictSchema(s as JsonSchema, `${at}.anyOf.${i}`));
+  if (Array.isArray(schema.anyOf))
+    out.anyOf = schema.anyOf.map((s, i) => toStrictSchema(s as JsonSchema, `${at}.anyOf.${i}`));
   if (isObject(schema.items)) out.items = toStrictSchema(schema.items, `${at}.items`);
-  if (isObject(schema.$defs)) out.$defs = Object.fromEntries(Object.entries(schema.$defs).map(([k, s]) => [k, toStrictSchema(s as JsonSchema, `${at}.$defs.${k}`)]));
+  if (isObject(schema.$defs))
+    out.$defs = Object.fromEntries(
+      Object.entries(schema.$defs).map(([k, s]) => [k, toStrictSchema(s as JsonSchema, `${at}.$defs.${k}`)]),
+    );
   if (schema.type === "object" || isObject(schema.properties)) {
-    if (isObject(schema.additionalProperties) || schema.additionalProperties === true || schema.propertyNames !== undefined) throw new TypeError(`${at} is an open object (a record): strict structured outputs cannot express it`);
+    if (
+      isObject(schema.additionalProperties) ||
+      schema.additionalProperties === true ||
+      schema.propertyNames !== undefined
+    )
+      throw new TypeError(`${at} is an open object (a record): strict structured outputs cannot express it`);
     const props = isObject(schema.properties) ? schema.properties : {};
     const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
     out.properties = Object.fromEntries(
@@ -130,5 +202,9 @@ function orNull(s: JsonSchema): JsonSchema {
 export function dropNullProperties(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(dropNullProperties);
   if (!isObject(v)) return v;
-  return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null).map(([k, x]) => [k, dropNullProperties(x)]));
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([, x]) => x !== null)
+      .map(([k, x]) => [k, dropNullProperties(x)]),
+  );
 }

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import type { Skill } from "../skills/contract.js";
 import type { PlanIssue } from "../plan/validate.js";
+import { today, upcomingHolidays, workspaceCalendar } from "../../skills/qtable/calendar.js";
 
 export interface PromptMessage {
   role: "system" | "user";
@@ -47,7 +48,8 @@ export function manifestForPrompt(skills: readonly Skill[]): unknown[] {
     ...(s.output ? { outputSchema: schema(s.output, "output") } : {}),
     sideEffects: s.sideEffects,
     idempotent: s.idempotent,
-    requiresConfirmation: typeof s.requiresConfirmation === "function" ? "conditional" : Boolean(s.requiresConfirmation),
+    requiresConfirmation:
+      typeof s.requiresConfirmation === "function" ? "conditional" : Boolean(s.requiresConfirmation),
     compensable: typeof s.compensate === "function" || s.createdRecords !== undefined,
   }));
 }
@@ -55,39 +57,28 @@ export function manifestForPrompt(skills: readonly Skill[]): unknown[] {
 const MAX_CONTEXT_CHARS = 8_000;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** An IANA time zone the context names (`timezone`, `timeZone` or `calendar.timezone`), if valid here. */
-export function contextTimeZone(context: unknown): string | undefined {
-  if (!isObject(context)) return undefined;
-  const cal = isObject(context.calendar) ? context.calendar : {};
-  for (const tz of [context.timezone, context.timeZone, cal.timezone, cal.timeZone]) {
-    if (typeof tz !== "string" || tz.trim() === "") continue;
-    try {
-      new Intl.DateTimeFormat("en-US", { timeZone: tz });
-      return tz;
-    } catch {
-      // not a zone this runtime knows: fall through to UTC
-    }
-  }
-  return undefined;
-}
-
-/** "Today is Tuesday, 2026-12-01 (Europe/Berlin)" and the calendar the context gives, as lines. */
+/** "Today is Tuesday, 2026-12-01 (Europe/Berlin)" and the workspace calendar (skills/qtable/calendar.ts), as lines. */
 export function calendarLines(now: number, context: unknown): string[] {
-  const tz = contextTimeZone(context);
-  const parts = Object.fromEntries(new Intl.DateTimeFormat("en-US", { timeZone: tz ?? "UTC", year: "numeric", month: "2-digit", day: "2-digit", weekday: "long" }).formatToParts(new Date(now)).map((p) => [p.type, p.value]));
-  const lines = [`Today is ${parts.weekday}, ${parts.year}-${parts.month}-${parts.day} (${tz ?? "UTC"}).`];
-  const ctx = isObject(context) ? context : {};
-  const cal = isObject(ctx.calendar) ? ctx.calendar : {};
-  const workdays = Array.isArray(ctx.workdays) ? ctx.workdays : cal.workdays;
-  const holidays = Array.isArray(ctx.holidays) ? ctx.holidays : cal.holidays;
+  const cal = workspaceCalendar(context);
+  const t = today(now, cal.timeZone);
+  const lines = [`Today is ${t.weekday}, ${t.date} (${cal.timeZone}).`];
+  const ctx = typeof context === "object" && context !== null ? (context as Record<string, unknown>) : {};
   if (typeof ctx.startDate === "string") lines.push(`The work starts on ${ctx.startDate} (context.startDate).`);
-  if (Array.isArray(workdays)) lines.push(`Working days (ISO weekdays, 1 = Monday): ${JSON.stringify(workdays)}.`);
-  if (Array.isArray(holidays)) lines.push(`Holidays: ${JSON.stringify(holidays.slice(0, 100))}${holidays.length > 100 ? " …" : ""}.`);
+  lines.push(`Working days (ISO weekdays, 1 = Monday): ${JSON.stringify(cal.workdays)}.`);
+  const publicDays = upcomingHolidays(cal.locale, t.date);
+  lines.push(
+    cal.locale === "none"
+      ? "No built-in public holidays (locale none)."
+      : `Public holidays (locale ${cal.locale}) in the next 120 days: ${JSON.stringify(publicDays)}; the Gantt skips them by itself.`,
+  );
+  if (cal.holidays.length)
+    lines.push(`Holidays: ${JSON.stringify(cal.holidays.slice(0, 100))}${cal.holidays.length > 100 ? " …" : ""}.`);
   return lines;
 }
 
 /** Text placed between `<tag>` and `</tag>` cannot close the tag early. */
-const delimited = (tag: string, text: string) => `<${tag}>\n${text.replace(new RegExp(`</(${tag})`, "gi"), "<\\/$1")}\n</${tag}>`;
+const delimited = (tag: string, text: string) =>
+  `<${tag}>\n${text.replace(new RegExp(`</(${tag})`, "gi"), "<\\/$1")}\n</${tag}>`;
 
 export interface PromptInput {
   request: string;
@@ -106,12 +97,17 @@ export function buildPrompt(input: PromptInput): PromptMessage[] {
     calendarLines(input.now, input.context).join("\n"),
     input.coordinates.table
       ? `Target table: ${JSON.stringify({ id: input.coordinates.table.id, ...(input.coordinates.table.name ? { name: input.coordinates.table.name } : {}) })}; reference its id as {"$ref": "${input.coordinates.table.ref}"}.` +
-        (input.coordinates.table.schema !== undefined ? `\nTable schema:\n${JSON.stringify(input.coordinates.table.schema)}` : "")
+        (input.coordinates.table.schema !== undefined
+          ? `\nTable schema:\n${JSON.stringify(input.coordinates.table.schema)}`
+          : "")
       : "The context names no target table.",
     `Run context (readable with {"$ref": "context.…"}):\n${delimited("context", contextJson.length > MAX_CONTEXT_CHARS ? `${contextJson.slice(0, MAX_CONTEXT_CHARS)}… (truncated)` : contextJson)}`,
     `Skills you may use:\n${JSON.stringify(manifestForPrompt(input.skills))}`,
   ];
-  const system = input.planSchema === undefined ? SYSTEM_PROMPT : `${SYSTEM_PROMPT}\n\nThe plan's JSON Schema:\n${JSON.stringify(input.planSchema)}`;
+  const system =
+    input.planSchema === undefined
+      ? SYSTEM_PROMPT
+      : `${SYSTEM_PROMPT}\n\nThe plan's JSON Schema:\n${JSON.stringify(input.planSchema)}`;
   return [
     { role: "system", content: system },
     { role: "user", content: parts.join("\n\n") },
@@ -121,7 +117,10 @@ export function buildPrompt(input: PromptInput): PromptMessage[] {
 const MAX_PREVIOUS_CHARS = 20_000;
 
 /** The repair round: the model's previous answer and the exact issues (validation, or why it could not be read). */
-export function repairMessage(previous: unknown, issues: readonly Pick<PlanIssue, "code" | "message">[]): PromptMessage {
+export function repairMessage(
+  previous: unknown,
+  issues: readonly Pick<PlanIssue, "code" | "message">[],
+): PromptMessage {
   const text = typeof previous === "string" ? previous : (JSON.stringify(previous) ?? String(previous));
   const shown = text.trim() === "" ? "(no text: the answer was empty or could not be shown)" : text;
   return {

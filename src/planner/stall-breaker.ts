@@ -12,7 +12,8 @@ export const STALL_COOLDOWN_MS = 60_000;
 
 const stalledUntil = new Map<string, number>();
 
-export const endpointKey = (c: { baseURL?: string; model: string }): string => `${c.baseURL ?? "https://api.openai.com/v1"}|${c.model}`;
+export const endpointKey = (c: { baseURL?: string; model: string }): string =>
+  `${c.baseURL ?? "https://api.openai.com/v1"}|${c.model}`;
 
 export const stallBreaker = {
   /** The endpoint let a call run into its deadline. */

@@ -4,22 +4,24 @@
  * in the store) until enough distinct principals approved; only then does the runtime hand the
  * scheduler the final decision, carrying every approval. A reject by any allowed principal rejects.
  */
-import type { PendingConfirmation } from "../../graphs/approval-node.js";
-import type { Decision } from "../../graphs/state.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import type { Decision } from "../kernel/decision.js";
 import type { Actor, Decider } from "../kernel/actor.js";
-import { quorumOf, refusal, strictest, type ApprovalPolicy } from "../kernel/approval-policy.js";
+import { policyOfWait, quorumOf, refusal, type ApprovalPolicy } from "../kernel/approval-policy.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { EventType } from "../kernel/events.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { Skill } from "../skills/contract.js";
 import { voterOf, type RunStore } from "../store/run-store.js";
 
-/** The policy a wait is under: its skill's (the fallback skill's when it waits to run that), tightened by the step. Rollback decisions have none. */
-export function policyFor(skillOf: (name: string) => Skill | undefined, plan: ToolChainPlan, pending: Pick<PendingConfirmation, "stepId" | "skillName" | "kind">): ApprovalPolicy | undefined {
-  if (pending.kind === "compensation") return undefined;
-  const step = plan.steps.find((s) => s.stepId === pending.stepId);
-  const skill = skillOf(pending.skillName) ?? (step ? skillOf(step.skillName) : undefined);
-  return strictest(skill?.approval, step?.approval);
+/** The policy a wait is under (src/kernel/approval-policy.ts policyOfWait), with the workspace default as its floor. */
+export function policyFor(
+  skillOf: (name: string) => Skill | undefined,
+  plan: ToolChainPlan,
+  pending: Pick<PendingConfirmation, "stepId" | "skillName" | "kind">,
+  floor?: ApprovalPolicy,
+): ApprovalPolicy | undefined {
+  return policyOfWait({ skillOf, plan, ...(floor ? { floor } : {}) }, pending);
 }
 
 export type VoteOutcome = { proceed: Decision } | { counted: Decision[] };
@@ -29,23 +31,44 @@ export type VoteOutcome = { proceed: Decision } | { counted: Decision[] };
  * record the vote. Throws NOT_ALLOWED_TO_DECIDE, REQUESTER_CANNOT_APPROVE, or
  * CONFIRMATION_NOT_PENDING for a second vote that differs from the principal's first.
  */
-export async function castVote(store: RunStore, runId: string, stepId: string, decision: Decision, policy: ApprovalPolicy | undefined, who: Decider, requester: Actor | undefined): Promise<VoteOutcome> {
+export async function castVote(
+  store: RunStore,
+  runId: string,
+  stepId: string,
+  decision: Decision,
+  policy: ApprovalPolicy | undefined,
+  who: Decider,
+  requester: Actor | undefined,
+): Promise<VoteOutcome> {
   const refused = refusal(policy, who, requester, decision.decision);
   if (refused) throw refused;
   const quorum = quorumOf(policy);
   if (quorum <= 1) return { proceed: decision };
   const round = decision.round ?? 0;
   if (decision.decision !== "approve") {
-    const mine = (await store.listApprovals(runId)).find((v) => v.stepId === stepId && v.round === round && voterOf(v.decision) === voterOf(decision));
-    if (mine) throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `${who.by.id} already approved step "${stepId}" in round ${round}; a different second decision is refused`);
+    const mine = (await store.listApprovals(runId)).find(
+      (v) => v.stepId === stepId && v.round === round && voterOf(v.decision) === voterOf(decision),
+    );
+    if (mine)
+      throw new ToolchainError(
+        ErrorCode.CONFIRMATION_NOT_PENDING,
+        `${who.by.id} already approved step "${stepId}" in round ${round}; a different second decision is refused`,
+      );
     return { proceed: decision };
   }
   if (decision.arguments) {
     // every approver must have seen the same arguments
-    throw new ToolchainError(ErrorCode.INVALID_DECISION, `arguments: step "${stepId}" needs ${quorum} approvals (its approval policy); edited arguments need a policy without a quorum`);
+    throw new ToolchainError(
+      ErrorCode.INVALID_DECISION,
+      `arguments: step "${stepId}" needs ${quorum} approvals (its approval policy); edited arguments need a policy without a quorum`,
+    );
   }
   const { result, votes } = await store.recordApproval(runId, stepId, round, decision);
-  if (result === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `${who.by.id} already voted differently on step "${stepId}" in round ${round}`);
+  if (result === "conflict")
+    throw new ToolchainError(
+      ErrorCode.CONFIRMATION_NOT_PENDING,
+      `${who.by.id} already voted differently on step "${stepId}" in round ${round}`,
+    );
   if (votes.length < quorum) {
     if (result === "recorded") {
       await store.append(runId, [
@@ -53,13 +76,26 @@ export async function castVote(store: RunStore, runId: string, stepId: string, d
           type: EventType.approval_given,
           at: decision.at ?? new Date().toISOString(),
           // no event stepId: a vote does not move the step (the projection keys statuses on it)
-          data: { stepId, round, by: decision.by, via: decision.via, ...(decision.comment ? { comment: decision.comment } : {}), given: votes.length, required: quorum },
+          data: {
+            stepId,
+            round,
+            by: decision.by,
+            via: decision.via,
+            ...(decision.comment ? { comment: decision.comment } : {}),
+            given: votes.length,
+            required: quorum,
+          },
           key: `approval_given:${stepId}:${round}:${voterOf(decision)}`,
         },
       ]);
     }
     return { counted: votes };
   }
-  const approvals = votes.map((v) => ({ by: v.by!, ...(v.via ? { via: v.via } : {}), ...(v.at ? { at: v.at } : {}), ...(v.comment ? { comment: v.comment } : {}) }));
+  const approvals = votes.map((v) => ({
+    by: v.by!,
+    ...(v.via ? { via: v.via } : {}),
+    ...(v.at ? { at: v.at } : {}),
+    ...(v.comment ? { comment: v.comment } : {}),
+  }));
   return { proceed: { ...decision, approvals } };
 }

@@ -11,14 +11,27 @@ import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
-import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import { fault, FaultPoint } from "../kernel/faults.js";
-import { LeaseLostError, type DriveFailureOutcome, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
+import { cancelError, ErrorCode, ToolchainError } from "../kernel/errors.js";
+import {
+  LeaseLostError,
+  type CancelRequest,
+  type DriveFailureOutcome,
+  type DriveRetryPolicy,
+  type RunStore,
+} from "../store/run-store.js";
 import { storableError } from "../kernel/storable.js";
 import { toStepError } from "../kernel/errors.js";
-import type { RunControls } from "./controls.js";
+import type { RunControls } from "../kernel/controls.js";
 import { LiveProjection } from "./live-projection.js";
-import type { RunView } from "./view.js";
+import type { RunView } from "../kernel/run-view.js";
+import { eventKey } from "../kernel/events.js";
+import type { VersionGap } from "../skills/version.js";
+import { context } from "@opentelemetry/api";
+import { inContext } from "../telemetry/tracing.js";
+import { NO_DRIVE_TRACE, startDriveTrace, workflowName, type DriveTrace } from "../telemetry/run-spans.js";
+import { emitRuntimeSignal } from "../telemetry/signals.js";
+import { logger } from "../telemetry/log.js";
+import type { RunRow } from "../store/run-store.js";
 
 export type Graph = ReturnType<typeof compileToolchainGraph>;
 
@@ -35,11 +48,22 @@ export interface DriveDeps {
   view(runId: string): Promise<RunView>;
   /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
+  /**
+   * Pinned skill versions (src/skills/version.ts), checked with the lease held: `leave` when this
+   * process lacks one (the run stays for a process that has it), `unavailable` after the grace period.
+   */
+  versionGate?(runId: string): Promise<VersionGate | undefined>;
 }
+
+export type VersionGate = { leave: VersionGap } | { unavailable: VersionGap };
 
 /** A drive that threw, after the failure was recorded against the run (see RunStore.recordDriveFailure). */
 export class DriveFailedError extends Error {
-  constructor(readonly runId: string, override readonly cause: unknown, readonly outcome: DriveFailureOutcome | undefined) {
+  constructor(
+    readonly runId: string,
+    override readonly cause: unknown,
+    readonly outcome: DriveFailureOutcome | undefined,
+  ) {
     super(`drive of run ${runId} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = "DriveFailedError";
   }
@@ -53,7 +77,6 @@ export interface Drive {
   ready: Promise<void>;
   result: Promise<RunView>;
 }
-
 
 /**
  * What a drive feeds the graph: a new run's input with the facts only the runtime sets (its
@@ -81,17 +104,22 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   const stop = new AbortController();
   // this drive's live controls (cancel signal, decision inbox): they end with it
   deps.controls.open(runId);
-  const cancelFrom = (reason: string) => deps.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, reason || "cancelled by request"));
+  const cancelFrom = (req: CancelRequest) => deps.controls.cancel(runId, cancelError(req.reason, req));
   let leased = false;
+  // what started this drive (a confirm request, a worker's poll): the drive's span links to it
+  const trigger = context.active();
+  let row: RunRow | undefined;
   const ready = (async () => {
     if (!(await store.acquireLease(runId, owner, leaseTtlMs))) {
-      throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, { details: { leaseBusy: true } });
+      throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, {
+        details: { leaseBusy: true },
+      });
     }
     leased = true;
-    const row = await store.getRow(runId);
+    row = await store.getRow(runId);
     live.seed(row?.pendingConfirmations ?? []);
     // a cancel recorded before this drive started (queued run, another process, a crash): apply it first
-    if (row?.cancelRequest) cancelFrom(row.cancelRequest.reason);
+    if (row?.cancelRequest) cancelFrom(row.cancelRequest);
   })();
 
   // events: batched, one store transaction per batch, in order
@@ -100,29 +128,49 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   let flushError: unknown;
   // keys of events this drive's appends committed (stored now, by this batch or an earlier one)
   const persisted = new Set<string>();
+  // nodes waiting for their events to be stored (graphs/emit.ts eventsBeforeWrites); a failed
+  // append or the drive's end releases them (the drive stops either way)
+  let storedWaiters: { left: Set<string>; resolve: () => void }[] = [];
+  const releaseStored = (all: boolean) => {
+    storedWaiters = storedWaiters.filter((w) => {
+      for (const k of w.left) if (persisted.has(k)) w.left.delete(k);
+      if (all || !w.left.size) w.resolve();
+      return !(all || !w.left.size);
+    });
+  };
+  deps.controls.setEventLog(runId, (keys) => {
+    const left = new Set(keys.filter((k) => !persisted.has(k)));
+    if (!left.size || flushError) return Promise.resolve();
+    return new Promise<void>((resolve) => storedWaiters.push({ left, resolve }));
+  });
   const flush = (): Promise<void> => {
     if (flushing || !buffer.length) return flushing ?? Promise.resolve();
     const batch = buffer;
     buffer = [];
     // never ahead of the checkpoint: a step shown completed has its result saved (write-barrier.ts)
     const written = deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve();
-    flushing = written.then(() => store.append(runId, batch, owner)).then(
-      (numbered) => {
-        fault(FaultPoint.event_batch_appended);
-        for (const ev of batch) persisted.add(ev.key);
-        for (const ev of numbered) {
-          live.apply(ev);
-          events.push(ev);
-        }
-      },
-      (e) => {
-        flushError ??= e;
-        stop.abort(e);
-      },
-    ).finally(() => {
-      flushing = undefined;
-      if (buffer.length && !flushError) void flush();
-    });
+    flushing = written
+      .then(() => store.append(runId, batch, owner))
+      .then(
+        (numbered) => {
+          for (const ev of batch) persisted.add(ev.key);
+          releaseStored(false);
+          spans.observe(numbered);
+          for (const ev of numbered) {
+            live.apply(ev);
+            events.push(ev);
+          }
+        },
+        (e) => {
+          flushError ??= e;
+          stop.abort(e);
+          releaseStored(true);
+        },
+      )
+      .finally(() => {
+        flushing = undefined;
+        if (buffer.length && !flushError) void flush();
+      });
     return flushing;
   };
   const drain = async () => {
@@ -130,50 +178,83 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     if (flushError) throw flushError;
   };
 
+  // the drive's `invoke_workflow` span (src/telemetry/run-spans.ts; a no-op with tracing off)
+  let spans: DriveTrace = NO_DRIVE_TRACE;
   const result = outsideCallerContext(async () => {
     let heartbeat: NodeJS.Timeout | undefined;
     let poller: NodeJS.Timeout | undefined;
     try {
       await ready;
-      heartbeat = setInterval(() => {
-        store.renewLease(runId, owner, leaseTtlMs).then(
-          (ok) => {
-            if (!ok) return stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`));
-            fault(FaultPoint.lease_renewed);
-          },
-          () => undefined, // a transient database error: the next beat retries; expiry protects others
-        );
-      }, Math.max(50, Math.floor(leaseTtlMs / 3)));
+      // a new run's input has nothing pinned yet (its planner node pins the versions)
+      const resumed = start.input === null || start.input instanceof Command;
+      const gate = resumed ? await deps.versionGate?.(runId) : undefined;
+      if (gate && "leave" in gate) return { ...(await deps.view(runId)), waitingFor: { skillVersion: gate.leave } };
+      if (gate) start = { ...start, seed: { ...start.seed, versionUnavailable: gate.unavailable } };
+      spans = startDriveTrace({
+        runId,
+        workspaceId: row?.workspaceId ?? "",
+        traceId: row?.traceId ?? "",
+        traceContext: row?.traceContext,
+        name: workflowName(row?.plan),
+        owner,
+        trigger,
+        waitOf: async (e) => {
+          const w = (await store.list(runId))
+            .filter((x) => x.type === "step_waiting_confirmation" && x.stepId === e.stepId && x.seq < e.seq)
+            .at(-1);
+          return w
+            ? { at: w.at, skillName: typeof w.data.skillName === "string" ? w.data.skillName : undefined }
+            : undefined;
+        },
+      });
+      deps.controls.setTraceContext(runId, spans.ctx);
+      heartbeat = setInterval(
+        () => {
+          store.renewLease(runId, owner, leaseTtlMs).then(
+            (ok) => {
+              if (!ok)
+                return stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`));
+            },
+            () => undefined, // a transient database error: the next beat retries; expiry protects others
+          );
+        },
+        Math.max(50, Math.floor(leaseTtlMs / 3)),
+      );
       // cancels and decisions recorded by other processes while this one executes the run
       let polling = false;
       poller = setInterval(() => {
         if (polling) return;
         polling = true;
-        store.controlRequests(runId).then(
-          (req) => {
-            if (req.cancel) cancelFrom(req.cancel.reason);
-            for (const d of req.decisions) {
-              const p = live.pending.get(d.stepId);
-              if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
-              live.pending.delete(d.stepId);
-              live.decided.set(d.stepId, d.decision);
-              deps.controls.offer(runId, d.stepId, { ...d.decision, round: d.round });
-            }
-          },
-          () => undefined,
-        ).finally(() => (polling = false));
+        store
+          .controlRequests(runId)
+          .then(
+            (req) => {
+              if (req.cancel) cancelFrom(req.cancel);
+              for (const d of req.decisions) {
+                const p = live.pending.get(d.stepId);
+                if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
+                live.pending.delete(d.stepId);
+                live.decided.set(d.stepId, d.decision);
+                deps.controls.offer(runId, d.stepId, { ...d.decision, round: d.round });
+              }
+            },
+            () => undefined,
+          )
+          .finally(() => (polling = false));
       }, deps.decisionPollMs);
 
-      const stream = await graph.stream(start.input as never, {
-        configurable: { thread_id: runId, [SEED_KEY]: start.seed },
-        streamMode: ["custom"],
-        recursionLimit: 1_000_000,
-        // a superstep's checkpoint is saved before the next superstep starts: with "async", a
-        // process killed early in a superstep could lose the previous checkpoint, and the tasks
-        // saved under it (the crash-point suite found completed steps executed again)
-        durability: "sync",
-        signal: stop.signal,
-      });
+      const stream = await inContext(spans.ctx, () =>
+        graph.stream(start.input as never, {
+          configurable: { thread_id: runId, [SEED_KEY]: start.seed },
+          streamMode: ["custom"],
+          recursionLimit: 1_000_000,
+          // a superstep's checkpoint is saved before the next superstep starts: with "async", a
+          // process killed early in a superstep could lose the previous checkpoint, and the tasks
+          // saved under it (the crash-point suite found completed steps executed again)
+          durability: "sync",
+          signal: stop.signal,
+        }),
+      );
       for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
         const payload = chunk[1];
         if (!isTaggedEvent(payload)) continue;
@@ -185,26 +266,53 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       // a process that died between a node's checkpoint and the event flush lost those events;
       // the state knows what happened: add what is missing (keys make this a no-op otherwise;
       // what this drive's own appends stored is not asked for again)
-      for (const ev of await store.append(runId, backfill(view).filter((e) => !persisted.has(e.key)), owner)) {
+      for (const ev of await store.append(
+        runId,
+        backfill(view).filter((e) => !persisted.has(e.key)),
+        owner,
+      )) {
         live.apply(ev);
         events.push(ev);
       }
       await store.sync(view, owner);
-      fault(FaultPoint.final_sync);
+      await spans.end({ status: view.status, error: view.error, waiting: view.pendingConfirmations.length });
       const waiting = new Set(view.pendingConfirmations.map((p) => `${p.stepId}:${p.round ?? 0}`));
       const unapplied = await store.unappliedDecisions(runId);
-      await store.markApplied(runId, unapplied.filter((d) => !waiting.has(`${d.stepId}:${d.round}`)));
+      await store.markApplied(
+        runId,
+        unapplied.filter((d) => !waiting.has(`${d.stepId}:${d.round}`)),
+      );
       return view;
     } catch (e) {
       await drain().catch(() => undefined);
       const err = flushError ?? e;
+      if (leased) await spans.fail(err);
+      const line = { runId, workspace: row?.workspaceId, traceId: row?.traceId };
+      if (leased && isLeaseLost(err)) {
+        emitRuntimeSignal({ kind: "lease_lost", runId });
+        logger().warn(line, `lost the lease on run ${runId}: another process executes it now`);
+      }
       if (!leased || isLeaseLost(err)) throw err;
       // the run itself could not be executed or persisted: count it (bounded re-drives with
       // backoff, then the run fails for good) instead of leaving it for the next poll to retry forever
       const cause = storableError(toStepError(err));
-      const outcome = await store.recordDriveFailure(runId, owner, cause, deps.driveRetry, isPermanent(err)).catch(() => undefined);
+      const outcome = await store
+        .recordDriveFailure(runId, owner, cause, deps.driveRetry, isPermanent(err))
+        .catch(() => undefined);
+      emitRuntimeSignal({ kind: "drive_failed", runId, final: outcome?.final ?? false, code: cause.code });
+      logger()[outcome?.final ? "error" : "warn"](
+        { ...line, error: { code: cause.code, message: cause.message }, final: outcome?.final ?? false },
+        `drive of run ${runId} failed`,
+      );
       if (outcome?.final) {
-        const terminal = { type: "run_failed" as const, at: new Date().toISOString(), data: { status: "failed", error: { code: ErrorCode.DRIVE_FAILED, message: cause.message } }, key: "run_failed::" };
+        const terminal = {
+          type: "run_failed" as const,
+          at: new Date().toISOString(),
+          data: { status: "failed", error: { code: ErrorCode.DRIVE_FAILED, message: cause.message } },
+          // a key of its own: `run_failed::` is the run's own end (graphs/finish.ts; an earlier end of this run, say a
+          // strict rollback waiting for its operator, must not make the append drop this one)
+          key: eventKey("run_failed", undefined, `drive_failed${outcome.failures}`, 0),
+        };
         for (const ev of await store.append(runId, [terminal], owner).catch(() => [])) {
           live.apply(ev);
           events.push(ev);
@@ -214,6 +322,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     } finally {
       clearInterval(heartbeat);
       clearInterval(poller);
+      releaseStored(true);
       await store.releaseLease(runId, owner).catch(() => undefined);
       deps.controls.close(runId);
       done();
@@ -246,7 +355,10 @@ function isPermanent(e: unknown): boolean {
 }
 
 export function isLeaseBusy(e: unknown): boolean {
-  return (e as ToolchainError)?.code === ErrorCode.RUN_NOT_ACTIVE && ((e as ToolchainError).details as { leaseBusy?: boolean } | undefined)?.leaseBusy === true;
+  return (
+    (e as ToolchainError)?.code === ErrorCode.RUN_NOT_ACTIVE &&
+    ((e as ToolchainError).details as { leaseBusy?: boolean } | undefined)?.leaseBusy === true
+  );
 }
 
 const TERMINAL_EVENT: Partial<Record<string, EventType>> = {
@@ -258,17 +370,57 @@ const TERMINAL_EVENT: Partial<Record<string, EventType>> = {
   cancelled: "step_cancelled",
 };
 
-/** The lifecycle events a settled view implies, with the keys the nodes use for them. */
+/** The lifecycle events a settled view implies, with the keys the nodes use for them (a redriven step's included). */
 export function backfill(view: RunView): EmittedEvent[] {
   const at = view.updatedAt;
-  const out: EmittedEvent[] = [{ type: "planning_started", at: view.createdAt, data: { backfilled: true }, key: "planning_started::" }];
-  if (view.steps.some((s) => s.status !== "pending")) out.push({ type: "planning_completed", at: view.createdAt, data: { backfilled: true }, key: "planning_completed::" });
+  const redrives = view.redrives ?? [];
+  const runGen = redrives.length;
+  const stepGen = (id: string) => redrives.findLast((r) => r.steps.includes(id))?.n ?? 0;
+  const out: EmittedEvent[] = [
+    { type: "planning_started", at: view.createdAt, data: { backfilled: true }, key: "planning_started::" },
+  ];
+  if (view.steps.some((s) => s.status !== "pending"))
+    out.push({
+      type: "planning_completed",
+      at: view.createdAt,
+      data: { backfilled: true },
+      key: "planning_completed::",
+    });
+  for (const r of redrives)
+    out.push({
+      type: "run_redriven",
+      at: r.at,
+      data: { ...r, backfilled: true },
+      key: eventKey("run_redriven", undefined, `${r.n}`, r.n),
+    });
   for (const s of view.steps) {
     const type = TERMINAL_EVENT[s.status];
     if (!type) continue;
-    out.push({ type, stepId: s.stepId, at: s.finishedAt ?? at, data: { backfilled: true, ...(s.error ? { error: s.error } : {}) }, key: `${type}:${s.stepId}:` });
+    out.push({
+      type,
+      stepId: s.stepId,
+      at: s.finishedAt ?? at,
+      data: { backfilled: true, ...(s.error ? { error: s.error } : {}) },
+      key: eventKey(type, s.stepId, "", stepGen(s.stepId)),
+    });
   }
-  if (view.status === "completed") out.push({ type: "run_completed", at, data: { status: view.status, backfilled: true }, key: "run_completed::" });
-  else if (TERMINAL_RUN.has(view.status)) out.push({ type: "run_failed", at, data: { status: view.status, error: view.error, backfilled: true }, key: "run_failed::" });
+  if (view.status === "completed")
+    out.push({
+      type: "run_completed",
+      at,
+      data: { status: view.status, backfilled: true },
+      key: eventKey("run_completed", undefined, "", runGen),
+    });
+  else if (TERMINAL_RUN.has(view.status)) {
+    // a strict rollback waiting for its operator ends the run until the operator answers; the
+    // run_failed of the resumed rollback's end (graphs/finish.ts) is a later end with a key of its own
+    const block = view.pendingConfirmations.find((p) => p.kind === "compensation");
+    out.push({
+      type: "run_failed",
+      at,
+      data: { status: view.status, error: view.error, backfilled: true },
+      key: eventKey("run_failed", undefined, block ? `rollback@${block.round}` : "", runGen),
+    });
+  }
   return out;
 }

@@ -10,7 +10,7 @@ import type { RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN, type RunStatus } from "../kernel/status.js";
 import type { RunRow, RunStore } from "../store/run-store.js";
 import type { RunHandle } from "./options.js";
-import type { RunView } from "./view.js";
+import type { RunView } from "../kernel/run-view.js";
 
 const SETTLED: ReadonlySet<RunStatus> = new Set<RunStatus>([...TERMINAL_RUN, "waiting_confirmation"]);
 const POLL_MS = 50;
@@ -33,7 +33,8 @@ export function followStored(runId: string, released: AbortController, deps: Fol
       const row = await deps.store.getRow(runId);
       if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       // a lease past its expiry belongs to a dead process (it may have died right after its final sync)
-      const leased = row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > deps.now());
+      const leased =
+        row.leaseOwner !== null && (row.leaseExpiresAt === null || row.leaseExpiresAt.getTime() > deps.now());
       if (SETTLED.has(row.status) && !leased && !deps.executingHere()) {
         return (await deps.hasRequestToApply(row)) ? deps.resume() : deps.view();
       }

@@ -10,7 +10,7 @@ import { runStatusAfter } from "../kernel/projection.js";
 import { TERMINAL_RUN, type RunStatus, type StepStatus } from "../kernel/status.js";
 import type { WaitingFor } from "../kernel/limits.js";
 import { project } from "../store/projection.js";
-import type { RunView } from "./view.js";
+import type { RunView } from "../kernel/run-view.js";
 
 export class LiveProjection {
   readonly status = new Map<string, StepStatus>();

@@ -13,8 +13,16 @@ import { PgRunStore } from "../store/pg-run-store.js";
 import { BatchedPostgresSaver } from "../store/saver.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { Planner, plannerConfigFromEnv } from "../planner/index.js";
+import { modelTaskEstimator } from "../planner/task-estimator.js";
 import { modelTaskSplitter } from "../planner/task-splitter.js";
-import { migrateQTable, PgTableStore, qtableSkills, tableLimitsFromEnv, type QTableOptions, type TableStore } from "../../skills/qtable/index.js";
+import {
+  migrateQTable,
+  PgTableStore,
+  qtableSkills,
+  tableLimitsFromEnv,
+  type QTableOptions,
+  type TableStore,
+} from "../../skills/qtable/index.js";
 import { Runtime, type RuntimeOptions } from "./runtime.js";
 import { defaultOwner } from "./run-limits.js";
 
@@ -47,7 +55,13 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
   const url = opts.databaseUrl ?? process.env.DATABASE_URL;
   const dataDir = opts.dataDir ?? process.env.TOOLCHAIN_DATA_DIR ?? defaultDataDir();
   const schema = opts.schema ?? process.env.TOOLCHAIN_SCHEMA;
-  const db = await openDatabase({ url: url || undefined, dataDir: dataDir === ":memory:" ? undefined : dataDir, schema, poolSize: opts.poolSize, engine: opts.engine });
+  const db = await openDatabase({
+    url: url || undefined,
+    dataDir: dataDir === ":memory:" ? undefined : dataDir,
+    schema,
+    poolSize: opts.poolSize,
+    engine: opts.engine,
+  });
   try {
     const saver = new BatchedPostgresSaver(db.pool, undefined, { schema: db.schema });
     await migrate(db, saver);
@@ -57,10 +71,17 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
       await migrateQTable(db);
       // quotas and bounds: TOOLCHAIN_MAX_TABLES_PER_WORKSPACE and the others (skills/qtable/limits.ts)
       tables = new PgTableStore(db, { limits: tableLimitsFromEnv() });
-      // qtable.task.split uses the planner's model when one is configured
-      const plannerOpts = opts.planner instanceof Planner ? opts.planner.config : { ...plannerConfigFromEnv(), ...opts.planner };
+      // qtable.task.split and .estimate use the planner's model (one configuration) when one is configured
+      const plannerOpts =
+        opts.planner instanceof Planner ? opts.planner.config : { ...plannerConfigFromEnv(), ...opts.planner };
       const splitWith = modelTaskSplitter(plannerOpts);
-      const pack = qtableSkills({ ...(splitWith ? { splitWith } : {}), ...(typeof opts.qtable === "object" ? opts.qtable : {}), store: tables });
+      const estimateWith = modelTaskEstimator(plannerOpts);
+      const pack = qtableSkills({
+        ...(splitWith ? { splitWith } : {}),
+        ...(estimateWith ? { estimateWith } : {}),
+        ...(typeof opts.qtable === "object" ? opts.qtable : {}),
+        store: tables,
+      });
       if (skills instanceof SkillRegistry) {
         for (const s of pack) if (!skills.has(s.name)) skills.register(s);
       } else {
@@ -69,13 +90,28 @@ export async function openRuntime(opts: OpenRuntimeOptions = {}): Promise<Opened
         skills = [...pack.filter((p) => !own.some((s) => s.name === p.name)), ...own];
       }
     }
-    const leaseTtlMs = opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
+    const leaseTtlMs =
+      opts.leaseTtlMs ?? (process.env.TOOLCHAIN_LEASE_TTL_MS ? Number(process.env.TOOLCHAIN_LEASE_TTL_MS) : undefined);
     const owner = opts.owner ?? defaultOwner();
     // serial keys and resources hold across every process on this database
     const limits = opts.limits ?? new PgLimits(db, { owner, leaseTtlMs });
-    const planBytes = process.env.TOOLCHAIN_PLAN_CACHE_BYTES ? Number(process.env.TOOLCHAIN_PLAN_CACHE_BYTES) : undefined;
-    const env = planBytes !== undefined && opts.env?.compiledPlans === undefined ? { ...opts.env, compiledPlans: compiledPlanCache(planBytes) } : opts.env;
-    const runtime = new Runtime({ ...opts, skills, env, owner, leaseTtlMs, limits, checkpointer: saver, store: new PgRunStore(db) });
+    const planBytes = process.env.TOOLCHAIN_PLAN_CACHE_BYTES
+      ? Number(process.env.TOOLCHAIN_PLAN_CACHE_BYTES)
+      : undefined;
+    const env =
+      planBytes !== undefined && opts.env?.compiledPlans === undefined
+        ? { ...opts.env, compiledPlans: compiledPlanCache(planBytes) }
+        : opts.env;
+    const runtime = new Runtime({
+      ...opts,
+      skills,
+      env,
+      owner,
+      leaseTtlMs,
+      limits,
+      checkpointer: saver,
+      store: new PgRunStore(db),
+    });
     return {
       runtime,
       db,

@@ -1,22 +1,30 @@
 /**
  * What a Runtime is built from and what its calls take and give back (src/runtime/runtime.ts).
  */
+import type { TraceCarrier } from "../telemetry/trace-context.js";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { RuntimeEnv } from "../../graphs/env.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { LimitCoordinator } from "../kernel/limits.js";
 import type { PlanAuthor, PlanBudget } from "../plan/admission.js";
 import type { Acting } from "../kernel/actor.js";
+import type { ApprovalDefaults } from "../kernel/approval-policy.js";
 import type { CompiledPlan } from "../plan/validate.js";
 import type { Planner, PlannerOptions } from "../planner/index.js";
 import type { Skill } from "../skills/contract.js";
 import type { SkillRegistry } from "../skills/registry.js";
 import type { DriveRetryPolicy, RunStore } from "../store/run-store.js";
-import type { RunView } from "./view.js";
+import type { RunView } from "../kernel/run-view.js";
 
 export interface RuntimeOptions {
   /** Budget for model- and agent-written plans. @default planBudgetFromEnv() (50 steps, 10 confirmations, fan-out 20) */
   planBudget?: Partial<PlanBudget>;
+  /**
+   * Workspace default approval policies (workspace id, or "*" for every workspace): the floor of
+   * every confirmation there; skills and plan steps only tighten it.
+   * @default parsed from TOOLCHAIN_APPROVAL_DEFAULTS (JSON), else none
+   */
+  approvalDefaults?: ApprovalDefaults;
   /** Extra skills (core.* are always present), or a registry to use as is. */
   skills?: Skill[] | SkillRegistry;
   /** @default new MemorySaver() */
@@ -29,6 +37,12 @@ export interface RuntimeOptions {
   /** This process's identity for run leases. @default hostname:pid:random */
   owner?: string;
   /** A run's lease lasts this long without a heartbeat (a dead process's runs are taken over after it). @default 15000 */
+  /**
+   * How long a run whose pinned skill version no process here has waits for one (another
+   * generation still deploying or draining) before it fails with SKILL_VERSION_UNAVAILABLE.
+   * @default TOOLCHAIN_VERSION_GRACE_MS, else 1 hour
+   */
+  versionGraceMs?: number;
   leaseTtlMs?: number;
   /** How often a drive looks for decisions and cancels recorded by other processes. @default 200 */
   decisionPollMs?: number;
@@ -51,7 +65,10 @@ export interface RunOptions {
   memory?: Record<string, unknown>;
   runId?: string;
   workspaceId?: string;
+  /** The run's trace id (a REST `traceparent`'s). @default the caller's active span's, else a new one */
   traceId?: string;
+  /** Set by the runtime (src/telemetry/run-spans.ts `openRunTrace`): the context stored with the run. */
+  traceContext?: TraceCarrier;
   /** This call's skill allowlist (e.g. the workspace's), applied on top of the runtime's `allowSkill`. */
   allowSkill?: (name: string) => boolean;
   /** What `validateAsync(plan, these options)` returned: the plan is not validated again. */

@@ -1,42 +1,67 @@
 /**
  * The library entry point: `createRuntime({ skills, checkpointer, store })`. Every surface (API,
- * agent tool, CLI, worker) goes through this object; the graph does the work, this file validates
- * at the boundary, records runs and decisions, and starts drives (src/runtime/driver.ts).
+ * agent tool, CLI, worker) goes through this object; the graph does the work. This file owns the
+ * drives of this process (src/runtime/driver.ts: start, follow, recover); each request on a run
+ * has its own file beside it: plans.ts (admit, validate, new runs), decide.ts, cancel-run.ts,
+ * redrive-run.ts, inspect.ts (the view, the skill-version gate), continue-run.ts (a run from where it
+ * stands), all over one RuntimeCore (core.ts).
  */
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
-import { defaultEnv, rememberCompiled, type RuntimeEnv } from "../../graphs/env.js";
-import type { RunState } from "../../graphs/state.js";
-import type { ConfirmInput, Decision } from "../kernel/decision.js";
+import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
+import type { RunState } from "../kernel/run-state.js";
+import type { ConfirmInput } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { coreSkills } from "../../skills/core/index.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import { fault, FaultPoint } from "../kernel/faults.js";
-import { EventType, type RunEvent } from "../kernel/events.js";
-import { LIBRARY_ACTING, type Acting, type Decider } from "../kernel/actor.js";
-import { castVote, policyFor } from "./approvals.js";
-import { TERMINAL_RUN } from "../kernel/status.js";
-import { compilePlan, compilePlanAsync, type CompiledPlan } from "../plan/validate.js";
-import { admitPlan, stepAsks, LIBRARY_AUTHOR, planBudgetFromEnv, type Admission, type PlanAuthor, type PlanBudget } from "../plan/admission.js";
-
-/** A validated plan and its admission (who wrote it, what was clamped). */
-export type AdmittedPlan = CompiledPlan & { admission: Admission };
+import { type RunEvent } from "../kernel/events.js";
+import { EXPIRY_ACTING, LIBRARY_ACTING, type Acting, type Decider } from "../kernel/actor.js";
+import { workspaceDefault, type ApprovalPolicy } from "../kernel/approval-policy.js";
+import type { PendingConfirmation } from "../kernel/pending.js";
+import { sweepExpired, type ExpiryResult } from "./expiry.js";
+import { policyFor } from "./approvals.js";
+import { planBudgetFromEnv, type PlanBudget } from "../plan/admission.js";
 import { Planner, plannerConfigFromEnv, type PlanningOutcome } from "../planner/index.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
-import { DEFAULT_DRIVE_RETRY, sameDecision, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
-import { assertStorable } from "../kernel/storable.js";
+import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { WriteBarrier } from "./write-barrier.js";
 import { followStored } from "./follow.js";
-import { allowedSkillNames, continueInput, newPlanRun, newRequestRun } from "./new-run.js";
-import { checkDecision, latestDecisions, parseDecision } from "./admit-decision.js";
+import { continueRun, hasRequestToApply, inputFor } from "./continue-run.js";
 import type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
 import { defaultOwner, memoryLimitsFor, runLimits } from "./run-limits.js";
 import { startWorkerLoop, type WorkerOptions } from "./worker.js";
-import { DriveFailedError, isLeaseBusy, isLeaseLost, outsideCallerContext, startDrive, type Drive, type DriveInput, type Graph } from "./driver.js";
-import { buildRunView, type RunView } from "./view.js";
+import {
+  DriveFailedError,
+  isLeaseBusy,
+  isLeaseLost,
+  outsideCallerContext,
+  startDrive,
+  type Drive,
+  type DriveInput,
+  type Graph,
+} from "./driver.js";
+import { buildRunView, type RunView } from "../kernel/run-view.js";
+import { withVersionChanges } from "./version-changes.js";
 import type { RunRow } from "../store/run-store.js";
+import type { RuntimeCore } from "./core.js";
+import { cancelRun } from "./cancel-run.js";
+import {
+  planRequest,
+  preparePlanRun,
+  prepareRequestRun,
+  validatePlan,
+  validatePlanAsync,
+  type AdmittedPlan,
+  type PlanDeps,
+} from "./plans.js";
+import { decide } from "./decide.js";
+import { redriveRun, type RedriveOptions } from "./redrive-run.js";
+import { migrateRuns, type MigrateRunsOptions, type MigrateRunsReport } from "./migrate-runs.js";
+import { inspectRun, versionGate } from "./inspect.js";
+export type { AdmittedPlan } from "./plans.js";
 
 export type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
+export type { RedriveOptions } from "./redrive-run.js";
 
 export class Runtime {
   readonly registry: SkillRegistry;
@@ -55,58 +80,104 @@ export class Runtime {
   private readonly leaseTtlMs: number;
   private readonly decisionPollMs: number;
   private readonly driveRetry: DriveRetryPolicy;
+  private readonly versionGraceMs: number;
   readonly planBudget: PlanBudget;
+  /** What decide.ts, redrive-run.ts and inspect.ts use of this runtime. */
+  private readonly core: RuntimeCore;
+  private readonly plans: PlanDeps;
 
   constructor(opts: RuntimeOptions = {}) {
-    this.registry = opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
+    this.registry =
+      opts.skills instanceof SkillRegistry ? opts.skills : new SkillRegistry([...coreSkills, ...(opts.skills ?? [])]);
     const now = opts.env?.now ?? Date.now;
     this.store = opts.store ?? new MemoryRunStore(now);
     // options given in code override the environment's (TOOLCHAIN_PLANNER_MODEL, OPENAI_BASE_URL, ...)
-    const planner = opts.planner instanceof Planner ? opts.planner : opts.planner ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now }) : undefined;
-    this.env = defaultEnv(this.registry, { intents: this.store, ...(planner ? { planner } : {}), limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store), ...opts.env });
+    const planner =
+      opts.planner instanceof Planner
+        ? opts.planner
+        : opts.planner
+          ? new Planner({ registry: this.registry, config: { ...plannerConfigFromEnv(), ...opts.planner }, now })
+          : undefined;
+    this.env = defaultEnv(this.registry, {
+      intents: this.store,
+      ...(planner ? { planner } : {}),
+      limits: runLimits(opts.limits ?? memoryLimitsFor(this.store), this.store),
+      ...(opts.approvalDefaults ? { approvalDefaults: opts.approvalDefaults } : {}),
+      ...opts.env,
+    });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
-    const saver = this.writes.wrap(this.checkpointer, this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined);
+    const saver = this.writes.wrap(
+      this.checkpointer,
+      this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined,
+    );
     this.graph = compileToolchainGraph(this.env, saver);
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.decisionPollMs = opts.decisionPollMs ?? 200;
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
+    this.versionGraceMs = opts.versionGraceMs ?? Number(process.env.TOOLCHAIN_VERSION_GRACE_MS ?? 3_600_000);
     this.planBudget = { ...planBudgetFromEnv(), ...opts.planBudget };
     this.env.planBudget = this.planBudget;
     this.env.planner.budget = this.planBudget;
+    this.plans = {
+      registry: this.registry,
+      env: this.env,
+      store: this.store,
+      allowSkill: this.allowSkill,
+      planBudget: this.planBudget,
+    };
+    this.core = {
+      store: this.store,
+      registry: this.registry,
+      env: this.env,
+      owner: this.owner,
+      graph: this.graph,
+      leaseTtlMs: this.leaseTtlMs,
+      versionGraceMs: this.versionGraceMs,
+      active: this.active,
+      stateOf: (id) => this.stateOf(id),
+      follow: (id) => this.follow(id),
+      handleOf: (d) => this.handleOf(d),
+      continueRun: (id) => this.continueRun(id),
+      drive: (id, input) => this.drive(id, input),
+      policyOf: (row, pending) => this.policyOf(row, pending),
+    };
   }
 
   /** Admit (for its author) and validate only: throws PlanValidationError with a stable code. */
   validate(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "author"> = {}): AdmittedPlan {
-    const vo = this.validateOptions(opts, plan);
-    const a = this.admit(plan, opts.author);
-    return { ...compilePlan(a.plan, vo), admission: a.admission };
+    return validatePlan(this.plans, plan, opts);
   }
 
   /**
    * `validate` in slices of at most ~10 ms, giving the event loop back in between (servers: a
    * 10,000-step plan must not stall other requests). Pass the result as `RunOptions.compiled`.
    */
-  async validateAsync(plan: unknown, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "author"> = {}): Promise<AdmittedPlan> {
-    const vo = this.validateOptions(opts, plan);
-    const a = this.admit(plan, opts.author);
-    return { ...(await compilePlanAsync(a.plan, vo)), admission: a.admission };
+  validateAsync(
+    plan: unknown,
+    opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "author"> = {},
+  ): Promise<AdmittedPlan> {
+    return validatePlanAsync(this.plans, plan, opts);
   }
 
-  /** The plan as its author may run it (src/plan/admission.ts). */
-  private admit(plan: unknown, author: PlanAuthor = LIBRARY_AUTHOR) {
-    return admitPlan(plan, author, (n) => this.registry.get(n), this.env.planner.config, this.planBudget);
+  /**
+   * Plan a request without running anything: the same planner the graph's planner node uses.
+   * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
+   */
+  plan(
+    request: string,
+    opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {},
+  ): Promise<PlanningOutcome> {
+    return planRequest(this.plans, request, opts);
   }
 
-  private validateOptions(opts: Pick<RunOptions, "context" | "memory" | "allowSkill">, plan: unknown) {
-    // values the run history cannot store are refused before anything else looks at them
-    assertStorable(plan, "plan");
-    if (opts.context !== undefined) assertStorable(opts.context, "context");
-    if (opts.memory !== undefined) assertStorable(opts.memory, "memory");
-    const [global, call] = [this.allowSkill, opts.allowSkill];
-    const allowSkill = global && call ? (name: string) => global(name) && call(name) : global ?? call;
-    return { registry: this.registry, allowSkill, context: opts.context, memory: opts.memory };
+  private prepare(plan: unknown, opts: RunOptions) {
+    return preparePlanRun(this.plans, plan, opts);
+  }
+
+  private prepareRequest(request: string, opts: RunOptions) {
+    return prepareRequestRun(this.plans, request, opts);
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */
@@ -120,23 +191,6 @@ export class Runtime {
     const { runId, created } = this.prepare(plan, opts);
     await created;
     return { runId };
-  }
-
-  /**
-   * Plan a request without running anything: the same planner the graph's planner node uses.
-   * Throws PLANNING_FAILED when no plan can be written (the fallback names what it understood).
-   */
-  async plan(request: string, opts: Pick<RunOptions, "context" | "memory" | "allowSkill" | "workspaceId"> & { signal?: AbortSignal } = {}): Promise<PlanningOutcome> {
-    const allowed = allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill);
-    const out = await this.env.planner.plan({
-      request,
-      context: opts.context ?? {},
-      memory: opts.memory ?? {},
-      allowSkill: allowed ? (n) => allowed.includes(n) : undefined,
-      workspaceId: opts.workspaceId,
-      signal: opts.signal,
-    });
-    return { ...out, asks: out.plan.steps.filter((st) => stepAsks(this.registry, st)).map((st) => st.stepId) };
   }
 
   /**
@@ -155,139 +209,76 @@ export class Runtime {
     return { runId };
   }
 
-  private prepareRequest(request: string, opts: RunOptions) {
-    const r = newRequestRun(request, opts, allowedSkillNames(this.registry, this.allowSkill, opts.allowSkill) ?? null, new Date(this.env.now()).toISOString());
-    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
-  }
-
-  private prepare(plan: unknown, opts: RunOptions) {
-    const compiled: AdmittedPlan = opts.compiled && "admission" in opts.compiled ? (opts.compiled as AdmittedPlan) : opts.compiled ? { ...opts.compiled, admission: this.admit(opts.compiled.plan, opts.author).admission } : this.validate(plan, opts);
-    const r = newPlanRun(compiled, opts, new Date(this.env.now()).toISOString());
-    // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
-    rememberCompiled(this.env, r.runId, compiled);
-    return { runId: r.runId, input: r.input, created: this.store.createRun(r.record) };
-  }
-
   /**
    * Answer a confirmation. Refused with CONFIRMATION_NOT_PENDING when the step is not waiting,
    * except an exact repeat of the decision already taken, which answers with the current state
    * and resumes nothing (also when the repeats race each other).
    */
   async confirm(runId: string, input: ConfirmInput, acting: Decider = LIBRARY_ACTING): Promise<RunHandle> {
-    const { input: d, decision } = parseDecision(input);
-    const row = await this.store.getRow(runId);
-    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    const local = this.active.get(runId);
-    await local?.ready;
-    const pending = local ? local.live.pending.get(d.stepId) : row.pendingConfirmations.find((p) => p.stepId === d.stepId);
-    if (!pending) {
-      // (checkpoints pruned by retention: the decision table still knows a round-0 decision)
-      const prevRound = d.round ?? (await this.lastRound(runId, d.stepId)) ?? 0;
-      const prev = await this.store.getDecision(runId, d.stepId, prevRound);
-      if (prev && sameDecision(prev, decision)) return this.follow(runId);
-      throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} is not waiting for confirmation`);
-    }
-    checkDecision(runId, d, pending, row.plan, this.registry);
-    decision.at = new Date(this.env.now()).toISOString();
-    decision.round = pending.round ?? 0;
-    decision.by = acting.by;
-    decision.via = acting.via;
-    // the step's approval policy: who may decide, and how many must approve (src/runtime/approvals.ts)
-    const policy = policyFor((n) => this.registry.get(n), row.plan, { ...pending, stepId: d.stepId });
-    const vote = await castVote(this.store, runId, d.stepId, decision, policy, acting, row.admission?.requestedBy);
-    if ("counted" in vote) return this.follow(runId); // the quorum is not complete: the step keeps waiting
-    Object.assign(decision, vote.proceed);
-    const recorded = await this.store.recordDecision(runId, d.stepId, decision.round, decision);
-    fault(FaultPoint.decision_recorded);
-    if (recorded === "duplicate") return this.follow(runId);
-    // two last approvals of a quorum racing: the quorum is complete either way
-    if (recorded === "conflict" && decision.approvals && (await this.store.getDecision(runId, d.stepId, decision.round))?.decision === "approve") return this.follow(runId);
-    if (recorded === "conflict") throw new ToolchainError(ErrorCode.CONFIRMATION_NOT_PENDING, `step "${d.stepId}" of run ${runId} already has a different decision`);
-    if (local) {
-      // the scheduler is running here, maybe busy on other branches: hand it the decision now
-      local.live.pending.delete(d.stepId);
-      local.live.decided.set(d.stepId, decision);
-      this.env.controls.offer(runId, d.stepId, decision);
-      return this.handleOf(local);
-    }
-    return this.redrive(runId);
+    return this.decide(runId, input, acting, "principal");
+  }
+
+  /** The one decision path (src/runtime/decide.ts): a principal's decision, or the expiry's reject. */
+  private decide(runId: string, input: ConfirmInput, acting: Decider, source: "principal" | "expiry") {
+    return decide(this.core, runId, input, acting, source);
   }
 
   /**
-   * Drive a run that is not executing in this process, from wherever it stands: a queued run from
-   * its plan, a suspended one with the recorded cancel or every unapplied decision, any other from
-   * its last checkpoint. If another process holds the run's lease, follow it instead (it polls the
-   * store for decisions and cancels and applies them).
+   * Redrive a failed run from where it failed, never repeating a completed step
+   * (src/runtime/redrive-run.ts). Refused (409) for a run that is not failed, that another process
+   * executes, or whose steps were compensated.
    */
-  private async redrive(runId: string): Promise<RunHandle> {
-    const local = this.active.get(runId);
-    if (local) return this.handleOf(local);
-    const row = await this.store.getRow(runId);
-    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
-    const input = await this.inputFor(runId, row);
-    // another caller in this process may have started it meanwhile (racing duplicate confirms)
-    const started = this.active.get(runId);
-    if (started) return this.handleOf(started);
-    return this.drive(runId, input);
+  redrive(runId: string, opts: RedriveOptions = {}, acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
+    return redriveRun(this.core, runId, opts, acting);
   }
 
-  /** The graph input that continues a run from where its checkpoint stands. */
-  private async inputFor(runId: string, row: RunRow): Promise<DriveInput> {
-    const snap = await this.stateOf(runId);
-    const started = Boolean((snap.values as Partial<RunState>)?.runId);
-    const interrupted = Boolean(snap.tasks?.some((t) => (t.interrupts?.length ?? 0) > 0));
-    const decisions = started && interrupted && !row.cancelRequest ? await this.recordedDecisions(runId) : {};
-    return continueInput(row, { started, interrupted, decisions }, new Date(this.env.now()).toISOString());
+  /** The waiting runs pinned at another version of a skill, their arguments carried to this one (src/runtime/migrate-runs.ts). */
+  migrateRuns(opts: MigrateRunsOptions, acting: Acting = LIBRARY_ACTING): Promise<MigrateRunsReport> {
+    return migrateRuns(this.core, opts, acting);
+  }
+
+  /** The approval policy of a wait of this run: workspace default, skill, step (src/kernel/approval-policy.ts). */
+  policyOf(
+    row: Pick<RunRow, "plan" | "workspaceId">,
+    pending: Pick<PendingConfirmation, "stepId" | "skillName" | "kind">,
+  ): ApprovalPolicy | undefined {
+    const floor = workspaceDefault(this.env.approvalDefaults, row.workspaceId);
+    return policyFor((n) => this.registry.get(n), row.plan, pending, floor);
   }
 
   /**
-   * Recorded, unapplied decisions as a resume value, each carrying its round (the graph applies
-   * a decision only to the wait it answers). Per step, the latest round wins: older ones are stale.
+   * Apply approval deadlines that passed (the worker loop calls this every round): reject as the
+   * expiry principal, or leave the wait and report it (src/runtime/expiry.ts).
    */
-  private async recordedDecisions(runId: string): Promise<Record<string, Decision>> {
-    return latestDecisions(await this.store.unappliedDecisions(runId));
+  expireApprovals(limit = 50): Promise<ExpiryResult[]> {
+    return sweepExpired(
+      {
+        store: this.store,
+        now: () => this.env.now(),
+        reject: (w, comment) =>
+          this.decide(
+            w.runId,
+            { stepId: w.stepId, decision: "reject", round: w.round, comment },
+            EXPIRY_ACTING,
+            "expiry",
+          ),
+      },
+      limit,
+    );
   }
 
-  private async lastRound(runId: string, stepId: string): Promise<number | undefined> {
-    const snap = await this.stateOf(runId);
-    const rec = (snap.values as Partial<RunState>).steps?.[stepId];
-    return rec ? rec.waitRound ?? 0 : undefined;
-  }
-
-  /**
-   * Cancel: a durable request, like a decision. It is recorded on the run (the first reason wins),
-   * then applied by whichever process executes the run: this one at once, another within its
-   * decision poll, a queued run before any step starts. Running steps are aborted through their
-   * signal, then completed steps are compensated. A run that can no longer change answers with its
-   * current view.
-   */
-  async cancel(runId: string, reason = "cancelled by request", acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
-    if (typeof reason !== "string" || reason.length > 2_000) throw new ToolchainError(ErrorCode.INVALID_DECISION, "reason: a string of at most 2000 characters");
-    assertStorable(reason, "reason");
-    const row = await this.store.getRow(runId);
-    if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-    if (TERMINAL_RUN.has(row.status) && !row.pendingConfirmations.length) return this.follow(runId);
-    await this.store.requestCancel(runId, reason, acting);
-    if (!row.cancelRequest) await this.recordCancelEvent(runId, reason, acting);
-    const local = this.active.get(runId);
-    if (local) {
-      await local.ready;
-      this.env.controls.cancel(runId, new ToolchainError(ErrorCode.CANCELLED, row.cancelRequest?.reason ?? reason));
-      return this.handleOf(local);
-    }
-    return this.redrive(runId);
+  /** Continue a run from wherever it stands, or follow its executor (src/runtime/continue-run.ts). */
+  private continueRun(runId: string): Promise<RunHandle> {
+    return continueRun(this.core, runId);
   }
 
   /**
-   * The audit trail of a cancel: one `run_cancel_requested` event naming who asked, written when
-   * the request is first recorded (the row's first request wins, so racing cancels name the same principal).
+   * Cancel: a durable request, like a decision, applied by whichever process executes the run
+   * (src/runtime/cancel-run.ts); the first reason wins. Running steps are aborted, completed steps
+   * are compensated.
    */
-  private async recordCancelEvent(runId: string, reason: string, acting: Acting): Promise<void> {
-    const stored = (await this.store.getRow(runId))?.cancelRequest;
-    const by = stored?.by ?? acting.by;
-    const via = stored?.via ?? acting.via;
-    await this.store.append(runId, [{ type: EventType.run_cancel_requested, at: new Date(this.env.now()).toISOString(), data: { reason: stored?.reason ?? reason, by, via }, key: "run_cancel_requested" }]);
+  cancel(runId: string, reason = "cancelled by request", acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
+    return cancelRun(this.core, runId, reason, acting);
   }
 
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
@@ -297,41 +288,10 @@ export class Runtime {
 
   /**
    * The run view and whether the run has started: `started` is false while nothing but its
-   * record (or the graph input) is stored, and the view is then built from the store alone.
+   * record (or the graph input) is stored (src/runtime/inspect.ts).
    */
-  async inspect(runId: string): Promise<{ view: RunView; started: boolean }> {
-    if (runId.includes("\u0000")) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, "run not found");
-    const snap = await this.stateOf(runId);
-    const values = snap.values as Partial<RunState>;
-    // only the graph input is checkpointed (runId, plan; createdAt and the rest are written by the
-    // planner node): not started yet, like a run with no checkpoint (the soak hit this window)
-    if (!values?.runId || values.createdAt === undefined) {
-      const stored = await this.store.getView(runId);
-      if (stored) return { view: stored, started: false };
-      const row = await this.store.getRow(runId);
-      if (!row) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
-      // recorded, not started yet
-      const at = row.createdAt;
-      return { view: buildRunView({ runId, plan: row.plan, context: row.context, memory: row.memory, steps: {}, status: row.status, error: null, createdAt: at, updatedAt: at } as unknown as RunState), started: false };
-    }
-    return { view: await this.liveView(runId, values as RunState), started: true };
-  }
-
-  /** A started run's view: its checkpoint, moved forward by the live projection when it executes here. */
-  private async liveView(runId: string, values: RunState): Promise<RunView> {
-    const view = buildRunView(values);
-    const local = this.active.get(runId);
-    if (!local) {
-      if (!TERMINAL_RUN.has(view.status) || view.pendingConfirmations.length) {
-        // a run whose drive failed for good is failed whatever its last checkpoint says
-        const row = await this.store.getRow(runId);
-        if (row?.error?.code === ErrorCode.DRIVE_FAILED && row.status === "failed") {
-          return { ...view, status: "failed", error: row.error, pendingConfirmations: [] };
-        }
-      }
-      return view;
-    }
-    return local.live.overlay(view);
+  inspect(runId: string): Promise<{ view: RunView; started: boolean }> {
+    return inspectRun(this.core, runId);
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
@@ -346,15 +306,22 @@ export class Runtime {
     const claimed = await this.store.claimRunnable(this.owner, this.leaseTtlMs, limit);
     const started: string[] = [];
     for (const runId of claimed) {
-      if (this.active.has(runId)) continue;
+      // A drive of this process may hold it (a failed drive's own re-drive after its backoff,
+      // afterFailure, can start while this poll reads the row): the lease is that drive's, under
+      // the same owner name, so it is neither driven twice nor released here (releasing it made
+      // that drive lose its lease mid-way, and its attempt went uncounted).
+      const ours = () => this.active.has(runId);
+      if (ours()) continue;
       try {
         const row = await this.store.getRow(runId);
         if (!row) continue;
+        const input = await inputFor(this.core, runId, row);
+        if (ours()) continue;
         // the lease was taken by claimRunnable; the drive renews and releases it
-        this.drive(runId, await this.inputFor(runId, row)).result.catch(() => undefined);
+        this.drive(runId, input).result.catch(() => undefined);
         started.push(runId);
       } catch {
-        await this.store.releaseLease(runId, this.owner).catch(() => undefined);
+        if (!ours()) await this.store.releaseLease(runId, this.owner).catch(() => undefined);
       }
     }
     return started;
@@ -379,7 +346,13 @@ export class Runtime {
   /** Poll for runs to execute until stopped (worker processes; also the default single process). */
   startWorker(opts: WorkerOptions = {}): () => Promise<void> {
     return startWorkerLoop(
-      { room: (max) => max - this.active.size, recover: (n) => this.recover(n), prune: (olderThanMs) => this.pruneCheckpoints({ olderThanMs }), now: () => this.env.now() },
+      {
+        room: (max) => max - this.active.size,
+        recover: (n) => this.recover(n),
+        expire: () => this.expireApprovals(),
+        prune: (olderThanMs) => this.pruneCheckpoints({ olderThanMs }),
+        now: () => this.env.now(),
+      },
       opts,
     );
   }
@@ -421,14 +394,6 @@ export class Runtime {
     return { runId: d.runId, events: d.events, result: d.result };
   }
 
-  /** A decision or a cancel recorded for a suspended run that no drive has applied yet. */
-  private async hasRequestToApply(runId: string, row: RunRow): Promise<boolean> {
-    if (!row.pendingConfirmations.length) return false;
-    if (row.cancelRequest) return true;
-    const ids = new Set(row.pendingConfirmations.map((p) => p.stepId));
-    return (await this.store.unappliedDecisions(runId)).some((d) => ids.has(d.stepId));
-  }
-
   /**
    * A handle on a run executed elsewhere (or already settled): waits via the store. A suspended
    * run with a recorded decision or cancel that nobody is applying (no lease) is resumed here, so
@@ -441,9 +406,9 @@ export class Runtime {
       store: this.store,
       now: () => this.env.now(),
       executingHere: () => this.active.has(runId),
-      hasRequestToApply: (row) => this.hasRequestToApply(runId, row),
+      hasRequestToApply: (row) => hasRequestToApply(this.store, runId, row),
       view: () => this.getRun(runId),
-      resume: async () => (await this.redrive(runId)).result,
+      resume: async () => (await this.continueRun(runId)).result,
     });
   }
 
@@ -453,7 +418,8 @@ export class Runtime {
   }
 
   private drive(runId: string, input: DriveInput, created?: Promise<void>): RunHandle {
-    if (this.active.has(runId)) throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
+    if (this.active.has(runId))
+      throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
     const deps = {
       graph: this.graph,
       store: this.store,
@@ -463,7 +429,12 @@ export class Runtime {
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
-      view: async (id: string) => buildRunView((await this.stateOf(id)).values as RunState),
+      // the settled view a caller is answered with says, as every other view does, what a deploy changed
+      view: async (id: string) => {
+        const values = (await this.stateOf(id)).values as RunState;
+        return withVersionChanges(this.core, values, buildRunView(values));
+      },
+      versionGate: (id: string) => versionGate(this.core, id),
     };
     let drive!: Drive;
     const after = () => {
@@ -494,10 +465,11 @@ export class Runtime {
    * this handle with the outcome of that resume.
    */
   private async afterDrive(runId: string, view: RunView): Promise<RunView> {
-    if (!view.pendingConfirmations.length || this.active.has(runId)) return view;
+    // left for a process with the pinned skill versions: resuming here would only leave again
+    if (!view.pendingConfirmations.length || this.active.has(runId) || view.waitingFor) return view;
     const row = await this.store.getRow(runId).catch(() => undefined);
-    if (!row || row.leaseOwner || !(await this.hasRequestToApply(runId, row).catch(() => false))) return view;
-    return (await this.redrive(runId)).result;
+    if (!row || row.leaseOwner || !(await hasRequestToApply(this.store, runId, row).catch(() => false))) return view;
+    return (await this.continueRun(runId)).result;
   }
 
   /** A drive threw: follow another owner, answer the failed run, or re-drive after the backoff. */
@@ -507,7 +479,7 @@ export class Runtime {
       if (!e.outcome) return this.follow(runId).result; // not ours any more, or the database is away: its lease expires
       if (e.outcome.final) return this.getRun(runId);
       await new Promise((r) => setTimeout(r, e.outcome!.retryInMs));
-      return (await this.redrive(runId)).result;
+      return (await this.continueRun(runId)).result;
     }
     if (isLeaseLost(e)) return this.follow(runId).result;
     throw e;

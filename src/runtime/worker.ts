@@ -1,9 +1,11 @@
 /**
  * The worker loop: every `pollMs`, take over runs that need an executor (queued, or whose owner
- * stopped heartbeating) while there is room, and prune old checkpoints when asked. A failing
+ * stopped heartbeating) while there is room, apply approval deadlines that passed, and prune old
+ * checkpoints when asked. A failing
  * round is logged (rate-limited: the same message once a minute), never thrown: the next round
  * tries again, so a database that restarts is ridden out.
  */
+import { logger } from "../telemetry/log.js";
 
 export interface WorkerOptions {
   /** @default 1000 */
@@ -12,7 +14,7 @@ export interface WorkerOptions {
   maxActive?: number;
   /** Prune checkpoints of runs finished longer ago than this (checked once a minute). */
   retainCheckpointsMs?: number;
-  /** Where a failed round is reported. @default a line on stderr */
+  /** Where a failed round is reported. @default the process logger (src/telemetry/log.ts), level warn */
   log?: (line: string) => void;
 }
 
@@ -20,6 +22,8 @@ export interface WorkerDeps {
   /** Free room given the cap. */
   room(maxActive: number): number;
   recover(limit: number): Promise<unknown>;
+  /** Apply approval deadlines that passed (durable timers: any process's loop applies them). */
+  expire(): Promise<unknown>;
   prune(olderThanMs: number): Promise<unknown>;
   now(): number;
 }
@@ -29,7 +33,7 @@ const REPEAT_MS = 60_000;
 export function startWorkerLoop(deps: WorkerDeps, opts: WorkerOptions = {}): () => Promise<void> {
   const pollMs = opts.pollMs ?? 1_000;
   const maxActive = opts.maxActive ?? 50;
-  const log = opts.log ?? ((line: string) => console.error(line));
+  const log = opts.log ?? ((line: string) => logger().warn(line));
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let lastPrune = 0;
@@ -46,6 +50,7 @@ export function startWorkerLoop(deps: WorkerDeps, opts: WorkerOptions = {}): () 
     if (stopped) return;
     const room = deps.room(maxActive);
     if (room > 0) await deps.recover(room).catch(report("taking over runs"));
+    if (!stopped) await deps.expire().catch(report("expiring approvals"));
     if (opts.retainCheckpointsMs !== undefined && deps.now() - lastPrune > 60_000) {
       lastPrune = deps.now();
       await deps.prune(opts.retainCheckpointsMs).catch(report("pruning checkpoints"));

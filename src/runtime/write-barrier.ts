@@ -20,11 +20,16 @@ export class WriteBarrier {
    */
   wrap(saver: BaseCheckpointSaver, checkpointSaved?: (runId: string) => void): BaseCheckpointSaver {
     const tracked = Object.create(saver) as BaseCheckpointSaver;
-    tracked.putWrites = (...args: Parameters<BaseCheckpointSaver["putWrites"]>) => this.track(args[0].configurable?.thread_id, saver.putWrites(...args));
+    tracked.putWrites = (...args: Parameters<BaseCheckpointSaver["putWrites"]>) =>
+      this.track(args[0].configurable?.thread_id, saver.putWrites(...args));
     tracked.put = (...args: Parameters<BaseCheckpointSaver["put"]>) => {
       const thread = args[0].configurable?.thread_id;
       const saved = saver.put(...args);
-      if (checkpointSaved && typeof thread === "string") void saved.then(() => checkpointSaved(thread), () => undefined);
+      if (checkpointSaved && typeof thread === "string")
+        void saved.then(
+          () => checkpointSaved(thread),
+          () => undefined,
+        );
       return this.track(thread, saved);
     };
     return tracked;

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { cachedAuthenticator } from "../api/auth.js";
 import { oidcFromEnv, withOidc, type OidcConfig } from "../api/oidc.js";
-import { createApp, type ApiApp, type AppLimits, type McpOptions } from "../api/app.js";
+import { createApp, serverTimeouts, type ApiApp, type AppLimits, type McpOptions } from "./app.js";
 import type { Execution } from "../service/run-service.js";
 import { openLive, type Live } from "../live/index.js";
 import { openRuntime, type OpenedRuntime, type OpenRuntimeOptions } from "../runtime/open.js";
@@ -57,17 +57,28 @@ const num = (v: string | undefined, d: number) => (v === undefined || v === "" ?
 /** A non-negative integer from the environment, within what Node's timers (and sane memory) hold. */
 function bounded(env: NodeJS.ProcessEnv, name: string, d: number, max = MAX_TIMER_MS, min = 0): number {
   const v = num(env[name], d);
-  if (!Number.isInteger(v) || v < min || v > max) throw new TypeError(`Expected ${name} to be an integer from ${min} to ${max}, got "${env[name]}"`);
+  if (!Number.isInteger(v) || v < min || v > max)
+    throw new TypeError(`Expected ${name} to be an integer from ${min} to ${max}, got "${env[name]}"`);
   return v;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig {
   const role = env.TOOLCHAIN_ROLE ?? "all"; // all | api
-  if (role !== "all" && role !== "api") throw new TypeError(`Expected TOOLCHAIN_ROLE to be "all" or "api", got "${role}"`);
+  if (role !== "all" && role !== "api")
+    throw new TypeError(`Expected TOOLCHAIN_ROLE to be "all" or "api", got "${role}"`);
   const keys = env.TOOLCHAIN_API_KEYS ? (JSON.parse(env.TOOLCHAIN_API_KEYS) as ConfiguredKey[]) : [];
-  const badPermissions = (k: ConfiguredKey) => k.permissions !== undefined && (!Array.isArray(k.permissions) || k.permissions.some((p) => !KEY_PERMISSIONS.includes(p)));
-  if (!Array.isArray(keys) || keys.some((k) => typeof k?.workspace !== "string" || typeof k?.key !== "string" || k.key.length < 32 || badPermissions(k))) {
-    throw new TypeError(`Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`);
+  const badPermissions = (k: ConfiguredKey) =>
+    k.permissions !== undefined &&
+    (!Array.isArray(k.permissions) || k.permissions.some((p) => !KEY_PERMISSIONS.includes(p)));
+  if (
+    !Array.isArray(keys) ||
+    keys.some(
+      (k) => typeof k?.workspace !== "string" || typeof k?.key !== "string" || k.key.length < 32 || badPermissions(k),
+    )
+  ) {
+    throw new TypeError(
+      `Expected TOOLCHAIN_API_KEYS to be a JSON array of {"workspace": "...", "key": "<at least 32 characters>", "skills"?: [...], "permissions"?: [${KEY_PERMISSIONS.map((p) => `"${p}"`).join(", ")}]}`,
+    );
   }
   keys.forEach((k, i) => {
     if (k.user === undefined) return;
@@ -103,8 +114,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServeConfig
       streamsPerKey: bounded(env, "TOOLCHAIN_MAX_STREAMS_PER_KEY", 20, 1e6),
       finishedViewBytes: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES", 32 * 1024 * 1024, 2 ** 40),
       liveViewBytes: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES", 16 * 1024 * 1024, 2 ** 40),
-      ...(env.TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE ? { finishedViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
-      ...(env.TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE ? { liveViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) } : {}),
+      ...(env.TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE
+        ? { finishedViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) }
+        : {}),
+      ...(env.TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE
+        ? { liveViewBytesPerWorkspace: bounded(env, "TOOLCHAIN_LIVE_VIEW_CACHE_BYTES_PER_WORKSPACE", 0, 2 ** 40) }
+        : {}),
     },
     mcp: {
       elicitationTimeoutMs: num(env.TOOLCHAIN_MCP_ELICITATION_TIMEOUT_MS, 300_000),
@@ -138,8 +153,17 @@ export function devKeyFile(dataDir: string): string | undefined {
   return dataDir === ":memory:" ? undefined : path.join(path.dirname(path.resolve(dataDir)), "local-api-key");
 }
 
-export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntimeOptions, "databaseUrl" | "dataDir" | "schema"> = {}, log: (line: string) => void = (l) => console.error(l)): Promise<RunningServer> {
-  const opened = await openRuntime({ ...runtimeOpts, databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, schema: cfg.schema });
+export async function startServer(
+  cfg: ServeConfig,
+  runtimeOpts: Omit<OpenRuntimeOptions, "databaseUrl" | "dataDir" | "schema"> = {},
+  log: (line: string) => void = (l) => console.error(l),
+): Promise<RunningServer> {
+  const opened = await openRuntime({
+    ...runtimeOpts,
+    databaseUrl: cfg.databaseUrl,
+    dataDir: cfg.dataDir,
+    schema: cfg.schema,
+  });
   const { runtime, db } = opened;
   const access = new PgAccessStore(db);
   let live: Live | undefined;
@@ -154,7 +178,8 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
       await access.ensureWorkspace("local");
       await opened.tables?.ensureWorkspace("local");
       // the person at this machine owns the dev key: it may remove confirmations where skills allow it
-      devKey = (await access.createKey("local", { label: "local development", permissions: ["relax_confirmation"] })).key;
+      devKey = (await access.createKey("local", { label: "local development", permissions: ["relax_confirmation"] }))
+        .key;
       const file = devKeyFile(cfg.dataDir);
       if (file && db.kind === "embedded") {
         mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -162,10 +187,21 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
         chmodSync(file, 0o600);
       }
     }
-    live = await openLive({ store: runtime.store, db, redisUrl: cfg.redisUrl, viewCacheTtlSeconds: cfg.viewCacheTtlSeconds });
+    live = await openLive({
+      store: runtime.store,
+      db,
+      redisUrl: cfg.redisUrl,
+      viewCacheTtlSeconds: cfg.viewCacheTtlSeconds,
+    });
     const api = createApp({
       runtime,
-      auth: cfg.oidc ? withOidc(cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }), cfg.oidc, access) : cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
+      auth: cfg.oidc
+        ? withOidc(
+            cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
+            cfg.oidc,
+            access,
+          )
+        : cachedAuthenticator(access, { cacheMs: cfg.authCacheMs, negativeCacheMs: cfg.authNegativeCacheMs }),
       sse: cfg.sse,
       metricsToken: cfg.metricsToken,
       log,
@@ -177,29 +213,42 @@ export async function startServer(cfg: ServeConfig, runtimeOpts: Omit<OpenRuntim
       ready: async () => void (await db.pool.query("SELECT 1")),
     });
     const server = createServer(api.app);
+    serverTimeouts(server);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(cfg.port, cfg.host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
     const url = `http://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${port}`;
-    const stopWorker = cfg.worker ? runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive, log }) : async () => undefined;
+    const stopWorker = cfg.worker
+      ? runtime.startWorker({ pollMs: cfg.workerPollMs, maxActive: cfg.workerMaxActive, log })
+      : async () => undefined;
 
-    log(`toolchain API on ${url} (${db.kind === "server" ? "Postgres server" : `embedded Postgres in ${cfg.dataDir}`}; live events via ${live.transport}${cfg.redisUrl ? " + Redis view cache" : ""}; ${cfg.worker ? "executing runs here" : "API only: runs are queued for workers"})`);
+    log(
+      `toolchain API on ${url} (${db.kind === "server" ? "Postgres server" : `embedded Postgres in ${cfg.dataDir}`}; live events via ${live.transport}${cfg.redisUrl ? " + Redis view cache" : ""}; ${cfg.worker ? "executing runs here" : "API only: runs are queued for workers"})`,
+    );
     log(`run console: ${url}/console (sign in with a workspace API key)`);
     if (devKey) {
       log(`created workspace "local" with API key:\n\n  ${devKey}\n`);
       const file = devKeyFile(cfg.dataDir);
-      if (file && db.kind === "embedded") log(`(saved to ${file}; try: curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`);
+      if (file && db.kind === "embedded")
+        log(
+          `(saved to ${file}; try: curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`,
+        );
     } else {
       // never print a key again (it may have been revoked): say where it is and whether it works
       const file = db.kind === "embedded" ? devKeyFile(cfg.dataDir) : undefined;
       const saved = file && existsSync(file) ? readFileSync(file, "utf8").trim() : undefined;
       if (file && saved && (await access.authenticate(saved))) {
-        log(`local development key in ${file} (curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`);
+        log(
+          `local development key in ${file} (curl -H "Authorization: Bearer $(cat ${path.relative(process.cwd(), file)})" ${url}/api/skills)`,
+        );
       } else {
         if (saved) log(`the key saved in ${file} has been revoked`);
-        if ((await access.countKeys()) === 0) log("no active API key: create one with `npx toolchain keys create --workspace <id>` (stop this server first on an embedded database) or set TOOLCHAIN_API_KEYS");
+        if ((await access.countKeys()) === 0)
+          log(
+            "no active API key: create one with `npx toolchain keys create --workspace <id>` (stop this server first on an embedded database) or set TOOLCHAIN_API_KEYS",
+          );
         else log("API keys: `npx toolchain keys create --workspace <id>` creates one; `keys list` lists them");
       }
     }

@@ -15,7 +15,10 @@ export class FinishedViews {
   private readonly lru: WorkspaceLru<WorkspaceEntry>;
 
   constructor(o: FinishedViewsOptions = {}) {
-    this.lru = new WorkspaceLru({ maxBytes: o.maxBytes ?? 32 * 1024 * 1024, maxBytesPerWorkspace: o.maxBytesPerWorkspace });
+    this.lru = new WorkspaceLru({
+      maxBytes: o.maxBytes ?? 32 * 1024 * 1024,
+      maxBytesPerWorkspace: o.maxBytesPerWorkspace,
+    });
   }
 
   get(runId: string): WorkspaceEntry | undefined {

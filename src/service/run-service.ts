@@ -10,17 +10,17 @@
 import { randomBytes } from "node:crypto";
 import type { PlanAuthor } from "../plan/admission.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
-import { TERMINAL_RUN } from "../kernel/status.js";
+import { REDRIVABLE_RUN, TERMINAL_RUN } from "../kernel/status.js";
 import type { RunEvent } from "../kernel/events.js";
 import type { RunHandle, Runtime } from "../runtime/runtime.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import { actorOf, rolesOf, skillMatcher, type Principal } from "../store/access-store.js";
 import type { Via } from "../kernel/actor.js";
 import { assertMay } from "../api/auth.js";
 import type { RunRow } from "../store/run-store.js";
 import { hasEnded, type RunFeeds } from "../live/feeds.js";
 import type { ViewCache } from "../live/view-cache.js";
-import type { ConfirmRequest, PlanRequest, PlanResponse, RunRequest } from "../api/schemas.js";
+import type { ConfirmRequest, PlanRequest, PlanResponse, RedriveRequest, RunRequest } from "../api/schemas.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import { FinishedViews, type FinishedViewsOptions } from "./finished-views.js";
 import { currentView, present, type ApiRunView } from "./views.js";
@@ -82,7 +82,8 @@ export class RunService {
   /** The run, if it belongs to the caller's workspace; another workspace's run does not exist. */
   async own(p: Principal, runId: string): Promise<RunRow> {
     const row = runId.length <= 200 ? await this.runtime.store.getRow(runId) : undefined;
-    if (!row || row.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+    if (!row || row.workspaceId !== p.workspaceId)
+      throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
     return row;
   }
 
@@ -90,12 +91,31 @@ export class RunService {
    * Validate (throws with the plan's code, creating nothing) and start or queue the run. With
    * `request` + `autoPlan` the run is created at once and the graph's planner node writes its plan.
    */
-  async start(p: Principal, body: RunRequest, traceId: string, author: PlanAuthor = personOf(p), via: Via = "rest"): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
+  async start(
+    p: Principal,
+    body: RunRequest,
+    traceId: string,
+    author: PlanAuthor = personOf(p),
+    via: Via = "rest",
+  ): Promise<{ runId: string; traceId: string; handle?: RunHandle }> {
     assertMay(p, "start");
-    const base = { context: body.context, memory: body.memory, workspaceId: p.workspaceId, traceId, allowSkill: skillMatcher(p.allowedSkills), author, requestedBy: { by: actorOf(p), via } };
+    const base = {
+      context: body.context,
+      memory: body.memory,
+      workspaceId: p.workspaceId,
+      traceId,
+      allowSkill: skillMatcher(p.allowedSkills),
+      author,
+      requestedBy: { by: actorOf(p), via },
+    };
     if (body.plan === undefined) {
       if (!body.autoPlan || body.request === undefined) {
-        throw new ToolchainError(ErrorCode.INVALID_BODY, body.autoPlan ? "body.request: autoPlan needs a request to plan from" : "body: send `plan`, or `request` with `autoPlan: true`");
+        throw new ToolchainError(
+          ErrorCode.INVALID_BODY,
+          body.autoPlan
+            ? "body.request: autoPlan needs a request to plan from"
+            : "body: send `plan`, or `request` with `autoPlan: true`",
+        );
       }
       if (this.o.execution === "queue") return { ...(await this.runtime.submitRequest(body.request, base)), traceId };
       const handle = this.runtime.runRequest(body.request, base);
@@ -111,7 +131,12 @@ export class RunService {
   /** POST /plan: plan a request in the workspace's name; nothing runs. */
   async plan(p: Principal, body: PlanRequest): Promise<PlanResponse> {
     assertMay(p, "start");
-    const out = await this.runtime.plan(body.request, { context: body.context ?? {}, memory: body.memory ?? {}, allowSkill: skillMatcher(p.allowedSkills), workspaceId: p.workspaceId });
+    const out = await this.runtime.plan(body.request, {
+      context: body.context ?? {},
+      memory: body.memory ?? {},
+      allowSkill: skillMatcher(p.allowedSkills),
+      workspaceId: p.workspaceId,
+    });
     return {
       plan: out.plan,
       planner: out.planner,
@@ -124,17 +149,33 @@ export class RunService {
     };
   }
 
-  async run(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor, via?: Via): Promise<Outcome> {
+  async run(
+    p: Principal,
+    body: RunRequest,
+    traceId: string,
+    hooks?: RunHooks,
+    author?: PlanAuthor,
+    via?: Via,
+  ): Promise<Outcome> {
     const o = await this.forCaller(p, await this.runOutcome(p, body, traceId, hooks, author, via));
     const err = o.view.error;
     if (o.kind === "settled" && o.view.status === "failed" && err?.code === ErrorCode.PLANNING_FAILED) {
       // nothing ran: the request could not be planned (422, like POST /plan); the failed run stays for its events
-      throw new ToolchainError(ErrorCode.PLANNING_FAILED, err.message, { details: { ...(err.details as object | undefined), runId: o.view.runId } });
+      throw new ToolchainError(ErrorCode.PLANNING_FAILED, err.message, {
+        details: { ...(err.details as object | undefined), runId: o.view.runId },
+      });
     }
     return o;
   }
 
-  private async runOutcome(p: Principal, body: RunRequest, traceId: string, hooks?: RunHooks, author?: PlanAuthor, via?: Via): Promise<Outcome> {
+  private async runOutcome(
+    p: Principal,
+    body: RunRequest,
+    traceId: string,
+    hooks?: RunHooks,
+    author?: PlanAuthor,
+    via?: Via,
+  ): Promise<Outcome> {
     const { runId, handle } = await this.start(p, body, traceId, author, via);
     hooks?.onStart?.(runId);
     const wait = body.wait ?? true;
@@ -154,7 +195,13 @@ export class RunService {
   }
 
   /** The events of a new run until it is terminal or waits (POST /stream). */
-  async stream(p: Principal, body: RunRequest, traceId: string, signal: AbortSignal, via?: Via): Promise<AsyncIterable<RunEvent>> {
+  async stream(
+    p: Principal,
+    body: RunRequest,
+    traceId: string,
+    signal: AbortSignal,
+    via?: Via,
+  ): Promise<AsyncIterable<RunEvent>> {
     const { runId, handle } = await this.start(p, body, traceId, undefined, via);
     if (handle) {
       handle.result.catch(() => undefined);
@@ -172,11 +219,31 @@ export class RunService {
     return this.forCaller(p, await this.afterHandle(p, row, handle, wait ?? true));
   }
 
-  async cancel(p: Principal, runId: string, body: { reason?: string; wait?: boolean }, via: Via = "rest"): Promise<Outcome> {
+  async cancel(
+    p: Principal,
+    runId: string,
+    body: { reason?: string; wait?: boolean },
+    via: Via = "rest",
+  ): Promise<Outcome> {
     assertMay(p, "cancel");
     const row = await this.own(p, runId);
     const handle = await this.runtime.cancel(runId, body.reason, { by: actorOf(p), via });
     return this.forCaller(p, await this.afterHandle(p, row, handle, body.wait ?? true));
+  }
+
+  /**
+   * Redrive a failed run (Runtime.redrive): the one path REST, MCP, the CLI and the console take.
+   * Answers at once (202, the run executing again) unless `wait`.
+   */
+  async redrive(p: Principal, runId: string, body: RedriveRequest, via: Via = "rest"): Promise<Outcome> {
+    assertMay(p, "redrive");
+    const row = await this.own(p, runId);
+    const handle = await this.runtime.redrive(
+      runId,
+      { overrides: body.overrides, queue: this.o.execution === "queue" },
+      { by: actorOf(p), via },
+    );
+    return this.forCaller(p, await this.afterHandle(p, row, handle, body.wait ?? false));
   }
 
   private async afterHandle(p: Principal, row: RunRow, handle: RunHandle, wait: boolean): Promise<Outcome> {
@@ -186,11 +253,16 @@ export class RunService {
       handle.release?.();
       return { kind: "accepted", view: await currentView(this.runtime, row) };
     }
-    return this.settle(p, row.runId, (signal) => {
-      // a handle following a run executed elsewhere polls until released
-      signal.addEventListener("abort", () => handle.release?.(), { once: true });
-      return handle.result;
-    }, row.traceId);
+    return this.settle(
+      p,
+      row.runId,
+      (signal) => {
+        // a handle following a run executed elsewhere polls until released
+        signal.addEventListener("abort", () => handle.release?.(), { once: true });
+        return handle.result;
+      },
+      row.traceId,
+    );
   }
 
   async view(p: Principal, runId: string, traceId?: string): Promise<ApiRunView> {
@@ -201,7 +273,14 @@ export class RunService {
   /** The view as the caller sees it: each waiting step under a policy with its approval state (src/api/approval-view.ts). */
   async viewFor(p: Principal, view: ApiRunView): Promise<ApiRunView> {
     if (!view.pendingConfirmations.length) return view;
-    const pending = await withApprovals(this.runtime, p, view.runId, view.plan, view.pendingConfirmations, view.requestedBy);
+    const pending = await withApprovals(
+      this.runtime,
+      p,
+      view.runId,
+      view.plan,
+      view.pendingConfirmations,
+      view.requestedBy,
+    );
     return pending.some((c) => "approval" in c) ? { ...view, pendingConfirmations: pending } : view;
   }
 
@@ -221,18 +300,28 @@ export class RunService {
   async viewBody(p: Principal, runId: string): Promise<{ body: string; cache: "hit" | "miss" }> {
     const done = this.finished.get(runId);
     if (done) {
-      if (done.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      if (done.workspaceId !== p.workspaceId)
+        throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       return { body: await this.bodyFor(p, done.body), cache: "hit" };
     }
     const cached = await this.o.cache.lookup(runId);
     if ("hit" in cached) {
-      if (cached.hit.workspaceId !== p.workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      if (cached.hit.workspaceId !== p.workspaceId)
+        throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       return { body: await this.bodyFor(p, cached.hit.body), cache: "hit" };
     }
     const row = await this.own(p, runId);
     const view = await currentView(this.runtime, row);
     const body = JSON.stringify(view);
-    if (TERMINAL_RUN.has(view.status) && !view.pendingConfirmations.length) {
+    // rollback_failed is not final: a decision on its failed compensation revives the run, and while
+    // that retry runs the view reads rollback_failed with nothing pending; nor are failed and
+    // rolled_back: a redrive (by any process) runs them again
+    if (
+      TERMINAL_RUN.has(view.status) &&
+      view.status !== "rollback_failed" &&
+      !REDRIVABLE_RUN.has(view.status) &&
+      !view.pendingConfirmations.length
+    ) {
       // a finished run's view never changes again: keep the most recent ones in this process
       this.finished.set(runId, row.workspaceId, body);
     }
@@ -240,7 +329,12 @@ export class RunService {
     return { body: await this.bodyFor(p, body), cache: "miss" };
   }
 
-  private async settle(p: Principal, runId: string, result: (signal: AbortSignal) => Promise<RunView>, traceId: string): Promise<Outcome> {
+  private async settle(
+    p: Principal,
+    runId: string,
+    result: (signal: AbortSignal) => Promise<RunView>,
+    traceId: string,
+  ): Promise<Outcome> {
     let timer: NodeJS.Timeout | undefined;
     const stop = new AbortController();
     const timeout = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), this.o.maxWaitMs)));

@@ -8,7 +8,7 @@ import type { PendingConfirmation } from "../kernel/pending.js";
 import { TERMINAL_RUN, TERMINAL_STEP, type StepStatus } from "../kernel/status.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
 import type { Runtime } from "../runtime/runtime.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { RunRow } from "../store/run-store.js";
 
 export type ApiRunView = Omit<RunView, "runId" | "status"> & Pick<RunView, "runId" | "status"> & { traceId: string };
@@ -22,12 +22,23 @@ export function present(view: RunView, traceId: string): ApiRunView {
 const rank = (s: StepStatus) => (s === "pending" ? 0 : TERMINAL_STEP.has(s) ? 2 : 1);
 
 /** Pure: newer statuses from the stored projection over a lagging checkpoint view. */
-function overlayStored(view: RunView, stored: RunView | undefined, row: Pick<RunRow, "status" | "pendingConfirmations">): RunView {
+function overlayStored(
+  view: RunView,
+  stored: RunView | undefined,
+  row: Pick<RunRow, "status" | "pendingConfirmations">,
+): RunView {
   const byId = new Map(stored?.steps.map((s) => [s.stepId, s]) ?? []);
   const steps = view.steps.map((s) => {
     const o = byId.get(s.stepId);
     if (!o || rank(o.status) <= rank(s.status)) return s;
-    return { ...s, status: o.status, attempts: Math.max(s.attempts, o.attempts), startedAt: s.startedAt ?? o.startedAt, finishedAt: o.finishedAt ?? s.finishedAt, error: s.error ?? o.error };
+    return {
+      ...s,
+      status: o.status,
+      attempts: Math.max(s.attempts, o.attempts),
+      startedAt: s.startedAt ?? o.startedAt,
+      finishedAt: o.finishedAt ?? s.finishedAt,
+      error: s.error ?? o.error,
+    };
   });
   const status = new Map(steps.map((s) => [s.stepId, s.status]));
   return {

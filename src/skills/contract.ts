@@ -1,6 +1,7 @@
 /**
  * The skill contract: one definition serves the kernel, the planner's manifest, the API and agents.
  */
+import type { Context } from "@opentelemetry/api";
 import type { z } from "zod";
 import type { ApprovalPolicy } from "../kernel/approval-policy.js";
 
@@ -27,6 +28,13 @@ export interface SkillContext {
   context: unknown;
   /** The workspace the run belongs to (DEFAULT_WORKSPACE, src/kernel/workspace.ts, for runs started without one). */
   workspaceId: string;
+  /**
+   * The OpenTelemetry context of this execution's `execute_tool` span (tracing on; the skill also
+   * runs under it as the active context, so instrumented clients pick it up).
+   */
+  traceContext?: Context;
+  /** W3C `traceparent` / `tracestate` headers for an outgoing request of this execution ({} when tracing is off). */
+  traceHeaders(): Record<string, string>;
 }
 
 export interface CreatedRecord {
@@ -71,7 +79,7 @@ export interface Skill<I = any, O = any> {
   /** Who may decide this skill's confirmations, and how many must approve (src/kernel/approval-policy.ts). */
   approval?: ApprovalPolicy;
   /** What the step would do, computed without side effects; shown to the approver. */
-  preview?(args: I, ctx: Omit<SkillContext, "attempt">): Promise<unknown> | unknown;
+  preview?(args: I, ctx: Omit<SkillContext, "attempt" | "traceContext" | "traceHeaders">): Promise<unknown> | unknown;
   /** Undo a completed execution. Absent on a side-effecting skill means "not compensable". */
   compensate?(c: CompensationContext<I, O>): Promise<void>;
   /**
@@ -87,7 +95,28 @@ export interface Skill<I = any, O = any> {
    * After a crash in the middle of an attempt of a non-idempotent side-effecting step: did the
    * effect for this idempotency key happen? `undefined` = cannot tell (a human decides).
    */
-  reconcile?(c: { runId: string; stepId: string; idempotencyKey: string; workspaceId: string; input: I; signal: AbortSignal; logger: SkillLogger }): Promise<{ applied: true; output: O } | { applied: false } | undefined>;
+  reconcile?(c: {
+    runId: string;
+    stepId: string;
+    idempotencyKey: string;
+    workspaceId: string;
+    input: I;
+    signal: AbortSignal;
+    logger: SkillLogger;
+  }): Promise<{ applied: true; output: O } | { applied: false } | undefined>;
+  /**
+   * The skill's declared version (semver; default "1.0.0"). A run pins, when it is planned, each of
+   * its skills' version and schema hash (src/skills/version.ts); a process drives it only with a
+   * compatible one.
+   */
+  version?: string;
+  /** Older versions whose runs this version may take over (their pending arguments go through `migrate` when given). */
+  compatibleWith?: readonly string[];
+  /**
+   * Arguments resolved for `fromVersion` (a run planned against it) rewritten for this version;
+   * the result is validated against this version's input schema before use.
+   */
+  migrate?(args: Record<string, unknown>, fromVersion: string): Record<string, unknown>;
   /** Expected duration, used to prioritise the critical path when concurrency is limited. */
   estimateDurationMs?(args: I): number | undefined;
   execute(args: I, ctx: SkillContext): Promise<O>;

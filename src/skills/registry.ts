@@ -32,10 +32,17 @@ export class SkillRegistry {
     }
     if (this.skills.has(skill.name)) throw new TypeError(`Skill "${skill.name}" is already registered`);
     if (skill.resource && !(Number.isInteger(skill.resource.limit) && skill.resource.limit > 0)) {
-      throw new TypeError(`Expected resource.limit of skill "${skill.name}" to be a positive integer, got ${skill.resource.limit}`);
+      throw new TypeError(
+        `Expected resource.limit of skill "${skill.name}" to be a positive integer, got ${skill.resource.limit}`,
+      );
     }
-    if (skill.resource?.perSecond !== undefined && !(Number.isInteger(skill.resource.perSecond) && skill.resource.perSecond > 0)) {
-      throw new TypeError(`Expected resource.perSecond of skill "${skill.name}" to be a positive integer, got ${skill.resource.perSecond}`);
+    if (
+      skill.resource?.perSecond !== undefined &&
+      !(Number.isInteger(skill.resource.perSecond) && skill.resource.perSecond > 0)
+    ) {
+      throw new TypeError(
+        `Expected resource.perSecond of skill "${skill.name}" to be a positive integer, got ${skill.resource.perSecond}`,
+      );
     }
     this.skills.set(skill.name, skill);
     return this;
@@ -82,7 +89,8 @@ export class SkillRegistry {
           sideEffects: s.sideEffects,
           idempotent: s.idempotent,
           parallelSafe: s.parallelSafe ?? true,
-          requiresConfirmation: typeof s.requiresConfirmation === "function" ? "conditional" : Boolean(s.requiresConfirmation),
+          requiresConfirmation:
+            typeof s.requiresConfirmation === "function" ? "conditional" : Boolean(s.requiresConfirmation),
           compensable: typeof s.compensate === "function" || s.createdRecords !== undefined,
           previewable: typeof s.preview === "function",
         };

@@ -63,11 +63,14 @@ export function rolesOf(p: Principal): readonly Role[] | undefined {
 
 /** A key's user as configured or given to `keys create`; throws naming the field. */
 export function assertKeyUser(u: unknown, field = "user"): asserts u is KeyUser {
-  if (typeof u !== "object" || u === null || Array.isArray(u)) throw new TypeError(`${field}: expected { id, name?, roles? }`);
+  if (typeof u !== "object" || u === null || Array.isArray(u))
+    throw new TypeError(`${field}: expected { id, name?, roles? }`);
   const o = u as Record<string, unknown>;
   if (typeof o.id !== "string" || !USER_ID.test(o.id)) throw new TypeError(`${field}.id: expected to match ${USER_ID}`);
-  if (o.name !== undefined && (typeof o.name !== "string" || o.name.length > 200 || /[\u0000-\u001f]/.test(o.name))) throw new TypeError(`${field}.name: expected a string of at most 200 printable characters`);
-  if (o.roles !== undefined && (!Array.isArray(o.roles) || o.roles.some((r) => !ROLES.includes(r as Role)))) throw new TypeError(`${field}.roles: expected a list of ${ROLES.join(", ")}`);
+  if (o.name !== undefined && (typeof o.name !== "string" || o.name.length > 200 || /[\u0000-\u001f]/.test(o.name)))
+    throw new TypeError(`${field}.name: expected a string of at most 200 printable characters`);
+  if (o.roles !== undefined && (!Array.isArray(o.roles) || o.roles.some((r) => !ROLES.includes(r as Role))))
+    throw new TypeError(`${field}.roles: expected a list of ${ROLES.join(", ")}`);
   const extra = Object.keys(o).find((k) => !["id", "name", "roles"].includes(k));
   if (extra) throw new TypeError(`${field}.${extra}: unknown field`);
 }
@@ -121,7 +124,8 @@ export function assertWorkspaceId(id: string): void {
 
 export function assertSkillPatterns(list: readonly string[]): void {
   for (const p of list) {
-    if (!/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/.test(p)) throw new TypeError(`Expected a skill name or "pack.*" pattern, got "${p}"`);
+    if (!/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/.test(p))
+      throw new TypeError(`Expected a skill name or "pack.*" pattern, got "${p}"`);
   }
 }
 
@@ -150,12 +154,24 @@ export function skillMatcher(allowed: readonly string[] | null): ((name: string)
 /** In-process AccessStore: for library use and tests without a database. */
 export class MemoryAccessStore implements AccessStore {
   private readonly workspaces = new Map<string, Workspace>();
-  private readonly keys = new Map<string, ApiKeyInfo & { hash: string; source: "configured" | "created"; permissions: readonly KeyPermission[]; user?: KeyUser }>();
+  private readonly keys = new Map<
+    string,
+    ApiKeyInfo & {
+      hash: string;
+      source: "configured" | "created";
+      permissions: readonly KeyPermission[];
+      user?: KeyUser;
+    }
+  >();
 
   async ensureWorkspace(workspaceId: string, opts: { allowedSkills?: string[] | null } = {}): Promise<Workspace> {
     assertWorkspaceId(workspaceId);
     if (opts.allowedSkills) assertSkillPatterns(opts.allowedSkills);
-    const ws = this.workspaces.get(workspaceId) ?? { workspaceId, allowedSkills: null, createdAt: new Date().toISOString() };
+    const ws = this.workspaces.get(workspaceId) ?? {
+      workspaceId,
+      allowedSkills: null,
+      createdAt: new Date().toISOString(),
+    };
     if (opts.allowedSkills !== undefined) ws.allowedSkills = opts.allowedSkills ? [...opts.allowedSkills] : null;
     this.workspaces.set(workspaceId, ws);
     return { ...ws };
@@ -171,7 +187,18 @@ export class MemoryAccessStore implements AccessStore {
     const hash = hashApiKey(key);
     const existing = [...this.keys.values()].find((k) => k.hash === hash);
     if (existing) return { key, info: strip(existing) };
-    const info = { keyId: newKeyId(), workspaceId, prefix: keyPrefix(key), label: opts.label ?? null, createdAt: new Date().toISOString(), revokedAt: null as string | null, hash, source: "created" as "configured" | "created", permissions: [...(opts.permissions ?? [])], ...(opts.user ? { user: { ...opts.user } } : {}) };
+    const info = {
+      keyId: newKeyId(),
+      workspaceId,
+      prefix: keyPrefix(key),
+      label: opts.label ?? null,
+      createdAt: new Date().toISOString(),
+      revokedAt: null as string | null,
+      hash,
+      source: "created" as "configured" | "created",
+      permissions: [...(opts.permissions ?? [])],
+      ...(opts.user ? { user: { ...opts.user } } : {}),
+    };
     this.keys.set(info.keyId, info);
     return { key, info: strip(info) };
   }
@@ -188,7 +215,13 @@ export class MemoryAccessStore implements AccessStore {
     const hash = hashApiKey(key);
     const k = [...this.keys.values()].find((x) => x.hash === hash && !x.revokedAt);
     if (!k) return undefined;
-    return { workspaceId: k.workspaceId, keyId: k.keyId, allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null, permissions: k.permissions, ...(k.user ? { user: k.user } : {}) };
+    return {
+      workspaceId: k.workspaceId,
+      keyId: k.keyId,
+      allowedSkills: this.workspaces.get(k.workspaceId)?.allowedSkills ?? null,
+      permissions: k.permissions,
+      ...(k.user ? { user: k.user } : {}),
+    };
   }
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
     return [...this.keys.values()].filter((k) => opts.includeRevoked || !k.revokedAt).length;
@@ -201,7 +234,12 @@ export class MemoryAccessStore implements AccessStore {
       wanted.add(hash);
       const existing = [...this.keys.values()].find((k) => k.hash === hash);
       if (!existing) {
-        const { info } = await this.createKey(c.workspace, { key: c.key, label: "configured", permissions: c.permissions ?? [], ...(c.user ? { user: c.user } : {}) });
+        const { info } = await this.createKey(c.workspace, {
+          key: c.key,
+          label: "configured",
+          permissions: c.permissions ?? [],
+          ...(c.user ? { user: c.user } : {}),
+        });
         this.keys.get(info.keyId)!.source = "configured";
       } else if (existing.source === "configured") {
         existing.workspaceId = c.workspace;

@@ -13,6 +13,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { poolTypes } from "./pg-types.js";
+import { installCommitPoints } from "./commit-points.js";
+import { initialiseInChild } from "./pglite-init.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 
 export type EmbeddedEngine = "pglite" | "postgres";
@@ -49,7 +51,8 @@ export interface OpenDatabaseOptions {
 /** The embedded engine chosen by TOOLCHAIN_EMBEDDED_ENGINE (default pglite). */
 export function embeddedEngine(env: NodeJS.ProcessEnv = process.env): EmbeddedEngine {
   const v = env.TOOLCHAIN_EMBEDDED_ENGINE || "pglite";
-  if (v !== "pglite" && v !== "postgres") throw new TypeError(`Expected TOOLCHAIN_EMBEDDED_ENGINE to be "pglite" or "postgres", got "${v}"`);
+  if (v !== "pglite" && v !== "postgres")
+    throw new TypeError(`Expected TOOLCHAIN_EMBEDDED_ENGINE to be "pglite" or "postgres", got "${v}"`);
   return v;
 }
 
@@ -61,6 +64,12 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Database> {
+  const db = await openDatabaseUninstrumented(opts);
+  installCommitPoints(db.pool); // crash points at every commit: only under the fault suite
+  return db;
+}
+
+async function openDatabaseUninstrumented(opts: OpenDatabaseOptions): Promise<Database> {
   const schema = opts.schema ?? "toolchain";
   if (!SCHEMA_RE.test(schema)) throw new TypeError(`Expected schema to match ${SCHEMA_RE}, got "${schema}"`);
   if (opts.url) {
@@ -137,7 +146,10 @@ function lockEmbedded(dataDir: string): () => void {
  * pool of one connection keeps PGlite's single session safe: transactions of different opens
  * queue for it instead of interleaving. A schema already open here gets a PGlite of its own.
  */
-const sharedInMemory: { enabled: boolean; image?: string; engine?: Promise<Database>; open: Set<string> } = { enabled: false, open: new Set() };
+const sharedInMemory: { enabled: boolean; image?: string; engine?: Promise<Database>; open: Set<string> } = {
+  enabled: false,
+  open: new Set(),
+};
 
 /** `image`: a PGlite data directory dump (dumpDataDir) to start the shared instance from, skipping initdb. */
 export function shareInMemoryEmbedded(o: { image?: string } = {}): void {
@@ -166,8 +178,30 @@ async function openSharedInMemory(schema: string): Promise<Database> {
   };
 }
 
-async function openEmbedded(schema: string, dataDir: string | undefined, forSharing?: { image?: string }): Promise<Database> {
-  if (!dataDir && !forSharing && sharedInMemory.enabled && !sharedInMemory.open.has(schema)) return openSharedInMemory(schema);
+/**
+ * PGlite's memory: its WASM heap holds shared_buffers and never shrinks. Postgres' default, 128 MB,
+ * is most of an idle server's RSS; 32 MB measured ~100 MB less with the same run throughput
+ * (bench/embedded-engines.ts, `pglite` vs `pglite:32MB`). TOOLCHAIN_PGLITE_SHARED_BUFFERS sets it (a
+ * Postgres size), as a start parameter: PGlite's `postgresqlconf` would replace the data
+ * directory's whole postgresql.conf (its time zone, locale and date style with it).
+ */
+export const PGLITE_SHARED_BUFFERS = "32MB";
+function pgliteTuning(PGlite: { defaultStartParams: string[] }): { startParams: string[] } {
+  const sb = process.env.TOOLCHAIN_PGLITE_SHARED_BUFFERS || PGLITE_SHARED_BUFFERS;
+  if (!/^\d+(kB|MB|GB)$/.test(sb))
+    throw new TypeError(
+      `Expected TOOLCHAIN_PGLITE_SHARED_BUFFERS to be a size such as 32MB, got ${JSON.stringify(sb)}`,
+    );
+  return { startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${sb}`] };
+}
+
+async function openEmbedded(
+  schema: string,
+  dataDir: string | undefined,
+  forSharing?: { image?: string },
+): Promise<Database> {
+  if (!dataDir && !forSharing && sharedInMemory.enabled && !sharedInMemory.open.has(schema))
+    return openSharedInMemory(schema);
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
   let unlock = () => {};
@@ -180,7 +214,11 @@ async function openEmbedded(schema: string, dataDir: string | undefined, forShar
   let db: InstanceType<typeof PGlite>;
   try {
     const image = forSharing?.image;
-    db = dataDir ? await PGlite.create(dataDir) : await PGlite.create(image ? { loadDataDir: new Blob([readFileSync(image)]) } : undefined);
+    const tuning = pgliteTuning(PGlite as unknown as { defaultStartParams: string[] });
+    if (dataDir) await initialiseInChild(dataDir);
+    db = dataDir
+      ? await PGlite.create({ ...tuning, dataDir })
+      : await PGlite.create({ ...tuning, ...(image ? { loadDataDir: new Blob([readFileSync(image)]) } : {}) });
   } catch (e) {
     unlock();
     throw e;
@@ -191,7 +229,14 @@ async function openEmbedded(schema: string, dataDir: string | undefined, forShar
   if (forSharing) process.once("exit", () => rmSync(sockDir, { recursive: true, force: true }));
   const server = new PGLiteSocketServer({ db, path: path.join(sockDir, ".s.PGSQL.5432"), maxConnections: 4 });
   await server.start();
-  const pool = new pg.Pool({ host: sockDir, port: 5432, user: "postgres", database: "postgres", max: 1, types: poolTypes });
+  const pool = new pg.Pool({
+    host: sockDir,
+    port: 5432,
+    user: "postgres",
+    database: "postgres",
+    max: 1,
+    types: poolTypes,
+  });
   pool.on("error", () => undefined);
   return {
     pool,

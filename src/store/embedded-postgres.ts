@@ -27,14 +27,34 @@
  * call process.exit() on SIGINT/SIGTERM, which would cut the server's graceful drain short.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { ensurePassword, readSecret, secretFileOf } from "./embedded-postgres/auth.js";
 import { alive, checkReachable, giveTo, postgresBinaries, runAs, sleep } from "./embedded-postgres/platform.js";
-import { initCluster, MEM_PREFIX, READY_TIMEOUT_MS, readPostmasterPid, Server, SOCKET_PORT, stopLeftover, tryLock, unlock } from "./embedded-postgres/postmaster.js";
+import {
+  initCluster,
+  MEM_PREFIX,
+  READY_TIMEOUT_MS,
+  readPostmasterPid,
+  Server,
+  SOCKET_PORT,
+  stopLeftover,
+  tryLock,
+  unlock,
+} from "./embedded-postgres/postmaster.js";
 
 /** What openDatabase returns (db.ts's Database; spelled out here so db.ts can import this file). */
 export interface EmbeddedPostgresDatabase {
@@ -67,14 +87,22 @@ interface Endpoint {
 }
 
 function poolFor(at: Endpoint, database: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ host: at.socketDir, port: SOCKET_PORT, user: "postgres", password: at.password, database, max });
+  const pool = new pg.Pool({
+    host: at.socketDir,
+    port: SOCKET_PORT,
+    user: "postgres",
+    password: at.password,
+    database,
+    max,
+  });
   // a fast shutdown ends every session: the failure surfaces on the next query instead
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 
-const urlFor = (at: Endpoint, database: string) => `postgresql://postgres:${at.password}@localhost:${SOCKET_PORT}/${database}?host=${encodeURIComponent(at.socketDir)}`;
+const urlFor = (at: Endpoint, database: string) =>
+  `postgresql://postgres:${at.password}@localhost:${SOCKET_PORT}/${database}?host=${encodeURIComponent(at.socketDir)}`;
 
 async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
   const bin = postgresBinaries();
@@ -83,12 +111,21 @@ async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
     checkReachable(bin.postgres, as);
     checkReachable(dataDir, as);
     await stopLeftover(dataDir);
-    const version = existsSync(path.join(dataDir, "PG_VERSION")) ? readFileSync(path.join(dataDir, "PG_VERSION"), "utf8").trim() : undefined;
+    const version = existsSync(path.join(dataDir, "PG_VERSION"))
+      ? readFileSync(path.join(dataDir, "PG_VERSION"), "utf8").trim()
+      : undefined;
     if (version === undefined) {
-      if (readdirSync(dataDir).length) throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} is not empty and holds no Postgres cluster: choose another TOOLCHAIN_DATA_DIR`);
+      if (readdirSync(dataDir).length)
+        throw new ToolchainError(
+          ErrorCode.NOT_READY,
+          `${dataDir} is not empty and holds no Postgres cluster: choose another TOOLCHAIN_DATA_DIR`,
+        );
       await initCluster(dataDir, as, bin, true);
     } else if (version !== bin.major) {
-      throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} holds a Postgres ${version} database, not one embedded Postgres ${bin.major} can open: use another TOOLCHAIN_DATA_DIR, or the engine that made it`);
+      throw new ToolchainError(
+        ErrorCode.NOT_READY,
+        `${dataDir} holds a Postgres ${version} database, not one embedded Postgres ${bin.major} can open: use another TOOLCHAIN_DATA_DIR, or the engine that made it`,
+      );
     }
     const before = statSync(dataDir);
     giveTo(dataDir, as);
@@ -102,7 +139,11 @@ async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
       chownSync(dataDir, before.uid, before.gid);
       chmodSync(dataDir, before.mode & 0o7777);
       if (/incompatible with server/.test(String((e as Error).message))) {
-        throw new ToolchainError(ErrorCode.NOT_READY, `${dataDir} holds a database made by another Postgres build (PGlite's?), which embedded Postgres cannot open: use TOOLCHAIN_EMBEDDED_ENGINE=pglite for it, or another TOOLCHAIN_DATA_DIR`, { cause: e });
+        throw new ToolchainError(
+          ErrorCode.NOT_READY,
+          `${dataDir} holds a database made by another Postgres build (PGlite's?), which embedded Postgres cannot open: use TOOLCHAIN_EMBEDDED_ENGINE=pglite for it, or another TOOLCHAIN_DATA_DIR`,
+          { cause: e },
+        );
       }
       throw e;
     }
@@ -116,8 +157,12 @@ async function ownServer(dataDir: string, lockFile: string): Promise<Held> {
 /** Another process owns the directory: use its server once it is ready. */
 async function joinServer(dataDir: string, holder: number, poolSize: number): Promise<{ pool: pg.Pool; at: Endpoint }> {
   const asOther = (cause: unknown) =>
-    new ToolchainError(ErrorCode.NOT_READY, `the embedded database in ${dataDir} is served by process ${holder} as another user: run as that user, or set DATABASE_URL`, { cause });
-  for (let quiet = 0, until = Date.now() + READY_TIMEOUT_MS; ; ) {
+    new ToolchainError(
+      ErrorCode.NOT_READY,
+      `the embedded database in ${dataDir} is served by process ${holder} as another user: run as that user, or set DATABASE_URL`,
+      { cause },
+    );
+  for (let quiet = 0, until = Date.now() + READY_TIMEOUT_MS; ;) {
     const pm = readPostmasterPid(dataDir);
     let password: string | undefined;
     try {
@@ -137,17 +182,25 @@ async function joinServer(dataDir: string, holder: number, poolSize: number): Pr
       }
     }
     // a postgres owner starts postgres (postmaster.pid) right after its cluster exists; a PGlite holder never does
-    quiet = existsSync(path.join(dataDir, "PG_VERSION")) && !existsSync(path.join(dataDir, "postmaster.pid")) ? quiet + 1 : 0;
+    quiet =
+      existsSync(path.join(dataDir, "PG_VERSION")) && !existsSync(path.join(dataDir, "postmaster.pid")) ? quiet + 1 : 0;
     const pglite = quiet >= 50;
     if (pglite || !alive(holder) || Date.now() > until) {
-      throw new ToolchainError(ErrorCode.NOT_READY, `the embedded database in ${dataDir} is in use by process ${holder}, which serves no embedded Postgres on it (a PGlite process, or still starting): talk to that server (CLI: --url and --key), stop it, or set DATABASE_URL`);
+      throw new ToolchainError(
+        ErrorCode.NOT_READY,
+        `the embedded database in ${dataDir} is in use by process ${holder}, which serves no embedded Postgres on it (a PGlite process, or still starting): talk to that server (CLI: --url and --key), stop it, or set DATABASE_URL`,
+      );
     }
     await sleep(100);
   }
 }
 
 /** Opens (or joins) the embedded Postgres server on a data directory. */
-export async function openEmbeddedPostgres(schema: string, dataDir: string | undefined, poolSize: number): Promise<Database> {
+export async function openEmbeddedPostgres(
+  schema: string,
+  dataDir: string | undefined,
+  poolSize: number,
+): Promise<Database> {
   if (!dataDir) return openInMemory(schema, poolSize);
   // the database holds every workspace's plans, context and key hashes: owner only
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -44,7 +44,10 @@ export class PgLimits implements LimitCoordinator {
   private heldHere = 0;
   private readonly renewTimer: NodeJS.Timeout;
 
-  constructor(private readonly db: Database, opts: PgLimitsOptions) {
+  constructor(
+    private readonly db: Database,
+    opts: PgLimitsOptions,
+  ) {
     this.owner = opts.owner;
     this.ttl = opts.leaseTtlMs ?? 15_000;
     this.maxPollMs = opts.maxPollMs ?? 100;
@@ -65,7 +68,12 @@ export class PgLimits implements LimitCoordinator {
 
   private async renew(): Promise<void> {
     if (this.heldHere <= 0) return;
-    await this.db.pool.query(`UPDATE ${this.holders} SET expires_at = clock_timestamp() + $2 * interval '1 millisecond' WHERE owner = $1`, [this.owner, this.ttl]).catch(() => undefined);
+    await this.db.pool
+      .query(
+        `UPDATE ${this.holders} SET expires_at = clock_timestamp() + $2 * interval '1 millisecond' WHERE owner = $1`,
+        [this.owner, this.ttl],
+      )
+      .catch(() => undefined);
   }
 
   private async one(claim: LimitClaim, holder: LimitHolder, opts: AcquireOptions): Promise<Permit> {
@@ -75,19 +83,15 @@ export class PgLimits implements LimitCoordinator {
     let announced = false;
     for (;;) {
       if (opts.signal.aborted) {
-        await this.db.pool.query(`DELETE FROM ${this.waiters} WHERE limit_key = $1 AND holder_id = $2`, [key, holderId]).catch(() => undefined);
+        await this.db.pool
+          .query(`DELETE FROM ${this.waiters} WHERE limit_key = $1 AND holder_id = $2`, [key, holderId])
+          .catch(() => undefined);
         throw opts.signal.reason;
       }
-      const { rows } = await this.db.pool.query<{ r: number }>(`SELECT ${this.fn}($1, $2, $3, $4, $5, $6, $7, $8) AS r`, [
-        key,
-        holderId,
-        this.owner,
-        holder.runId,
-        holder.stepId,
-        claim.limit,
-        claim.perSecond ?? null,
-        this.ttl,
-      ]);
+      const { rows } = await this.db.pool.query<{ r: number }>(
+        `SELECT ${this.fn}($1, $2, $3, $4, $5, $6, $7, $8) AS r`,
+        [key, holderId, this.owner, holder.runId, holder.stepId, claim.limit, claim.perSecond ?? null, this.ttl],
+      );
       const r = rows[0]!.r;
       if (r === 0) {
         this.heldHere++;
@@ -109,7 +113,10 @@ export class PgLimits implements LimitCoordinator {
         if (released) return;
         released = true;
         this.heldHere--;
-        await this.db.pool.query(`DELETE FROM ${this.holders} WHERE limit_key = $1 AND holder_id = $2`, [key, holderId]);
+        await this.db.pool.query(`DELETE FROM ${this.holders} WHERE limit_key = $1 AND holder_id = $2`, [
+          key,
+          holderId,
+        ]);
         for (const wake of this.local.get(key) ?? []) wake();
       },
     };

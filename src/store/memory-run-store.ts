@@ -3,12 +3,36 @@ import type { Acting } from "../kernel/actor.js";
 import type { Decision } from "../kernel/decision.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
-import type { RunView } from "../runtime/view.js";
-import { project } from "./projection.js";
-import { LeaseLostError, plannedBy, sameDecision, voterOf, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
-import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
+import type { RunView } from "../kernel/run-view.js";
+import { keepDeadlines, project } from "./projection.js";
+import {
+  LeaseLostError,
+  plannedBy,
+  sameDecision,
+  voterOf,
+  type NewRun,
+  type ExpiredWait,
+  type ExpiryOutcome,
+  type RecordDecisionResult,
+  type RunRow,
+  type RunStore,
+} from "./run-store.js";
+import {
+  driveBackoffMs,
+  driveFailedError,
+  type ControlRequests,
+  type DriveFailureOutcome,
+  type DriveRetryPolicy,
+} from "./run-store.js";
 import type { StepError } from "../kernel/errors.js";
-import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChangeListener, type RunPage, type RunSummary } from "./run-store.js";
+import {
+  decodeRunCursor,
+  encodeRunCursor,
+  type ListRunsQuery,
+  type RunChangeListener,
+  type RunPage,
+  type RunSummary,
+} from "./run-store.js";
 import type { RunStatus } from "../kernel/status.js";
 
 interface Entry {
@@ -38,7 +62,20 @@ export class MemoryRunStore implements RunStore {
     if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
     const createdAt = new Date(this.now());
     this.runs.set(r.runId, {
-      row: { ...r, admission: r.admission ?? null, status: "queued", pendingConfirmations: [], leaseOwner: null, leaseExpiresAt: null, lastSeq: 0, checkpointPruned: false, error: null, cancelRequest: null, driveFailures: 0, createdAt: createdAt.toISOString() },
+      row: {
+        ...r,
+        admission: r.admission ?? null,
+        status: "queued",
+        pendingConfirmations: [],
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        lastSeq: 0,
+        checkpointPruned: false,
+        error: null,
+        cancelRequest: null,
+        driveFailures: 0,
+        createdAt: createdAt.toISOString(),
+      },
       events: [],
       keys: new Set(),
       createdAt,
@@ -85,7 +122,7 @@ export class MemoryRunStore implements RunStore {
     if (!e.row.plan.steps.length && v.plan.steps.length) e.row.plan = v.plan;
     e.row.status = v.status;
     e.row.memory = v.memory;
-    e.row.pendingConfirmations = v.pendingConfirmations;
+    e.row.pendingConfirmations = keepDeadlines(v.pendingConfirmations, e.row.pendingConfirmations);
     e.row.error = v.error;
     e.row.driveFailures = 0;
     e.nextAttemptAt = undefined;
@@ -96,7 +133,11 @@ export class MemoryRunStore implements RunStore {
     return v ? structuredClone(v) : undefined;
   }
   private leaseFree(e: Entry, owner: string): boolean {
-    return e.row.leaseOwner === null || e.row.leaseOwner === owner || (e.row.leaseExpiresAt !== null && e.row.leaseExpiresAt.getTime() < this.now());
+    return (
+      e.row.leaseOwner === null ||
+      e.row.leaseOwner === owner ||
+      (e.row.leaseExpiresAt !== null && e.row.leaseExpiresAt.getTime() < this.now())
+    );
   }
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
     const e = this.get(runId);
@@ -126,11 +167,18 @@ export class MemoryRunStore implements RunStore {
       if (["queued", "planning", "running"].includes(e.row.status)) return true;
       // a lease left behind by a dead process: its drive ended mid-way, whatever the row says
       if (e.row.leaseOwner !== null) return true;
-      const suspended = (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") && e.row.pendingConfirmations.length > 0;
+      const suspended =
+        (e.row.status === "waiting_confirmation" || e.row.status === "rollback_failed") &&
+        e.row.pendingConfirmations.length > 0;
       return suspended && (e.row.cancelRequest !== null || [...e.decisions.values()].some((d) => !d.applied));
     };
-    // fair across workspaces: rank within the workspace (oldest first), then take rank by rank
+    // fair across workspaces: rank within the workspace (oldest first) after the runs it already
+    // has executing (live leases), then take rank by rank: a worker claiming one run per freed slot
+    // must not hand every slot to the workspace with the oldest backlog
     const rank = new Map<string, number>();
+    for (const e of this.runs.values())
+      if (e.row.leaseOwner !== null && (e.row.leaseExpiresAt?.getTime() ?? 0) >= now)
+        rank.set(e.row.workspaceId, (rank.get(e.row.workspaceId) ?? 0) + 1);
     const ranked = [...this.runs.values()]
       .filter(eligible)
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
@@ -151,14 +199,24 @@ export class MemoryRunStore implements RunStore {
   async requestCancel(runId: string, reason: string, acting?: Acting): Promise<void> {
     const e = this.get(runId);
     if (TERMINAL_RUN.has(e.row.status) && !e.row.pendingConfirmations.length) return;
-    e.row.cancelRequest ??= { reason, at: new Date(this.now()).toISOString(), ...(acting ? { by: acting.by, via: acting.via } : {}) };
+    e.row.cancelRequest ??= {
+      reason,
+      at: new Date(this.now()).toISOString(),
+      ...(acting ? { by: acting.by, via: acting.via } : {}),
+    };
   }
   async controlRequests(runId: string): Promise<ControlRequests> {
     const e = this.runs.get(runId);
     if (!e) return { cancel: null, decisions: [] };
     return { cancel: e.row.cancelRequest, decisions: await this.unappliedDecisions(runId) };
   }
-  async recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
+  async recordDriveFailure(
+    runId: string,
+    owner: string,
+    error: StepError,
+    policy: DriveRetryPolicy,
+    permanent: boolean,
+  ): Promise<DriveFailureOutcome | undefined> {
     const e = this.runs.get(runId);
     if (!e || (e.row.leaseOwner !== null && e.row.leaseOwner !== owner)) return undefined;
     const failures = ++e.row.driveFailures;
@@ -182,7 +240,12 @@ export class MemoryRunStore implements RunStore {
     e.decisions.set(k, { stepId, round, decision: d, applied: false });
     return "recorded";
   }
-  async recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }> {
+  async recordApproval(
+    runId: string,
+    stepId: string,
+    round: number,
+    d: Decision,
+  ): Promise<{ result: RecordDecisionResult; votes: Decision[] }> {
     const e = this.get(runId);
     const list = (e.approvals ??= []);
     const mine = list.filter((a) => a.stepId === stepId && a.round === round);
@@ -191,14 +254,38 @@ export class MemoryRunStore implements RunStore {
     const votes = list.filter((a) => a.stepId === stepId && a.round === round).map((a) => structuredClone(a.decision));
     return { result: !prev ? "recorded" : sameDecision(prev.decision, d) ? "duplicate" : "conflict", votes };
   }
+  private readonly expiries = new Map<string, ExpiryOutcome>();
+  async expiredWaits(now: Date, limit: number): Promise<ExpiredWait[]> {
+    const out: ExpiredWait[] = [];
+    for (const [runId, e] of this.runs)
+      for (const p of e.row.pendingConfirmations) {
+        const round = p.round ?? 0;
+        if (!p.expiresAt || Date.parse(p.expiresAt) > now.getTime()) continue;
+        if (this.expiries.has(`${runId}\u0000${p.stepId}\u0000${round}`)) continue;
+        out.push({ runId, stepId: p.stepId, round, expiresAt: p.expiresAt, onExpiry: p.onExpiry ?? "reject" });
+      }
+    return out.sort((a, b) => Date.parse(a.expiresAt) - Date.parse(b.expiresAt)).slice(0, limit);
+  }
+  async markExpiryHandled(runId: string, stepId: string, round: number, outcome: ExpiryOutcome): Promise<boolean> {
+    const k = `${runId}\u0000${stepId}\u0000${round}`;
+    if (this.expiries.has(k)) return false;
+    this.expiries.set(k, outcome);
+    return true;
+  }
   async listApprovals(runId: string) {
-    return (this.runs.get(runId)?.approvals ?? []).map(({ stepId, round, decision }) => ({ stepId, round, decision: structuredClone(decision) }));
+    return (this.runs.get(runId)?.approvals ?? []).map(({ stepId, round, decision }) => ({
+      stepId,
+      round,
+      decision: structuredClone(decision),
+    }));
   }
   async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {
     return this.runs.get(runId)?.decisions.get(`${stepId}\u0000${round}`)?.decision;
   }
   async unappliedDecisions(runId: string) {
-    return [...this.get(runId).decisions.values()].filter((d) => !d.applied).map(({ stepId, round, decision }) => ({ stepId, round, decision }));
+    return [...this.get(runId).decisions.values()]
+      .filter((d) => !d.applied)
+      .map(({ stepId, round, decision }) => ({ stepId, round, decision }));
   }
   async markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void> {
     const e = this.get(runId);
@@ -220,7 +307,12 @@ export class MemoryRunStore implements RunStore {
   async prunable(before: Date, limit: number): Promise<string[]> {
     return [...this.runs.values()]
       .filter((e) => e.finishedAt && e.finishedAt < before && !e.row.checkpointPruned && TERMINAL_RUN.has(e.row.status))
-      .filter((e) => !e.row.pendingConfirmations.length && e.row.leaseOwner === null && ![...e.decisions.values()].some((d) => !d.applied))
+      .filter(
+        (e) =>
+          !e.row.pendingConfirmations.length &&
+          e.row.leaseOwner === null &&
+          ![...e.decisions.values()].some((d) => !d.applied),
+      )
       .slice(0, limit)
       .map((e) => e.row.runId);
   }
@@ -234,7 +326,8 @@ export class MemoryRunStore implements RunStore {
   async listRuns(q: ListRunsQuery): Promise<RunPage> {
     const after = q.cursor ? decodeRunCursor(q.cursor) : undefined;
     const key = (e: Entry) => BigInt(e.createdAt.getTime()) * 1000n;
-    const newestFirst = (a: Entry, b: Entry) => (key(a) === key(b) ? (a.row.runId < b.row.runId ? 1 : -1) : key(a) < key(b) ? 1 : -1);
+    const newestFirst = (a: Entry, b: Entry) =>
+      key(a) === key(b) ? (a.row.runId < b.row.runId ? 1 : -1) : key(a) < key(b) ? 1 : -1;
     const statuses = q.statuses?.length ? new Set<RunStatus>(q.statuses) : undefined;
     const all = [...this.runs.values()]
       .filter((e) => e.row.workspaceId === q.workspaceId && (!statuses || statuses.has(e.row.status)))
@@ -253,7 +346,10 @@ export class MemoryRunStore implements RunStore {
       updatedAt: e.view?.updatedAt ?? e.createdAt.toISOString(),
       finishedAt: e.finishedAt?.toISOString() ?? null,
     });
-    return { runs: page.map(summary), nextCursor: all.length > q.limit && last ? encodeRunCursor(key(last), last.row.runId) : null };
+    return {
+      runs: page.map(summary),
+      nextCursor: all.length > q.limit && last ? encodeRunCursor(key(last), last.row.runId) : null,
+    };
   }
   async countRuns(): Promise<Partial<Record<RunStatus, number>>> {
     const out: Partial<Record<RunStatus, number>> = {};

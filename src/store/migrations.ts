@@ -191,6 +191,19 @@ export function migrations(db: Pick<Database, "schema">): string[] {
       created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
       PRIMARY KEY (run_id, step_id, round, principal)
     );`,
+    // 11: the run's W3C trace context (traceparent / tracestate): every drive, in any process, continues its trace
+    `ALTER TABLE ${t("tool_chain_runs")} ADD COLUMN trace_context jsonb;`,
+    // 12: approval expiries handled (one per wait, whichever process got there first); the deadline
+    // itself is in the run row's pending confirmations (expiresAt), found through the partial index
+    `CREATE TABLE ${t("tool_chain_approval_expiries")} (
+      run_id text NOT NULL REFERENCES ${t("tool_chain_runs")} ON DELETE CASCADE,
+      step_id text NOT NULL,
+      round int NOT NULL,
+      outcome text NOT NULL,
+      expired_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      PRIMARY KEY (run_id, step_id, round)
+    );
+    CREATE INDEX tool_chain_runs_pending ON ${t("tool_chain_runs")} (run_id) WHERE pending_confirmations <> '[]'::jsonb;`,
   ];
 }
 
@@ -207,7 +220,10 @@ export async function migrate(db: Database, saver?: PostgresSaver): Promise<void
  * lock, so several processes can start together. Used by the runtime and by skill packs that
  * keep their own tables (skills/qtable).
  */
-export async function applyMigrations(db: Database, o: { lockKey: number; versionTable: string; list: string[] }): Promise<void> {
+export async function applyMigrations(
+  db: Database,
+  o: { lockKey: number; versionTable: string; list: string[] },
+): Promise<void> {
   const client = await db.pool.connect();
   try {
     await client.query("BEGIN");
@@ -216,8 +232,12 @@ export async function applyMigrations(db: Database, o: { lockKey: number; versio
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [SCHEMA_LOCK_KEY, db.schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [o.lockKey, db.schema]);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${table(db, o.versionTable)} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${table(db, o.versionTable)}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${table(db, o.versionTable)} (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const { rows } = await client.query<{ v: number | null }>(
+      `SELECT max(version) AS v FROM ${table(db, o.versionTable)}`,
+    );
     for (let v = (rows[0]?.v ?? -1) + 1; v < o.list.length; v++) {
       await client.query(o.list[v]!);
       await client.query(`INSERT INTO ${table(db, o.versionTable)} (version) VALUES ($1)`, [v]);

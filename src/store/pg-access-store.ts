@@ -27,7 +27,15 @@ interface KeyRow {
 }
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-const toInfo = (r: KeyRow): ApiKeyInfo => ({ keyId: r.key_id, workspaceId: r.workspace_id, prefix: r.key_prefix, label: r.label, createdAt: iso(r.created_at)!, revokedAt: iso(r.revoked_at), ...(r.key_user ? { userId: r.key_user.id } : {}) });
+const toInfo = (r: KeyRow): ApiKeyInfo => ({
+  keyId: r.key_id,
+  workspaceId: r.workspace_id,
+  prefix: r.key_prefix,
+  label: r.label,
+  createdAt: iso(r.created_at)!,
+  revokedAt: iso(r.revoked_at),
+  ...(r.key_user ? { userId: r.key_user.id } : {}),
+});
 
 export class PgAccessStore implements AccessStore {
   private readonly ws: string;
@@ -53,9 +61,14 @@ export class PgAccessStore implements AccessStore {
   }
 
   async getWorkspace(workspaceId: string): Promise<Workspace | undefined> {
-    const { rows } = await this.db.pool.query(`SELECT workspace_id, allowed_skills, created_at FROM ${this.ws} WHERE workspace_id = $1`, [workspaceId]);
+    const { rows } = await this.db.pool.query(
+      `SELECT workspace_id, allowed_skills, created_at FROM ${this.ws} WHERE workspace_id = $1`,
+      [workspaceId],
+    );
     const r = rows[0];
-    return r ? { workspaceId: r.workspace_id, allowedSkills: r.allowed_skills, createdAt: iso(r.created_at)! } : undefined;
+    return r
+      ? { workspaceId: r.workspace_id, allowedSkills: r.allowed_skills, createdAt: iso(r.created_at)! }
+      : undefined;
   }
 
   async createKey(workspaceId: string, opts: CreateKeyOptions = {}): Promise<{ key: string; info: ApiKeyInfo }> {
@@ -65,9 +78,19 @@ export class PgAccessStore implements AccessStore {
     // a configured key imported again is the same key: keep the first row
     await this.db.pool.query(
       `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, permissions, key_user) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) ON CONFLICT (key_sha256) DO NOTHING`,
-      [newKeyId(), workspaceId, hashApiKey(key), keyPrefix(key), opts.label ?? null, JSON.stringify(opts.permissions ?? []), opts.user ? JSON.stringify(opts.user) : null],
+      [
+        newKeyId(),
+        workspaceId,
+        hashApiKey(key),
+        keyPrefix(key),
+        opts.label ?? null,
+        JSON.stringify(opts.permissions ?? []),
+        opts.user ? JSON.stringify(opts.user) : null,
+      ],
     );
-    const { rows } = await this.db.pool.query<KeyRow>(`SELECT * FROM ${this.keys} WHERE key_sha256 = $1`, [hashApiKey(key)]);
+    const { rows } = await this.db.pool.query<KeyRow>(`SELECT * FROM ${this.keys} WHERE key_sha256 = $1`, [
+      hashApiKey(key),
+    ]);
     return { key, info: toInfo(rows[0]!) };
   }
 
@@ -80,7 +103,10 @@ export class PgAccessStore implements AccessStore {
   }
 
   async revokeKey(keyId: string): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(`UPDATE ${this.keys} SET revoked_at = now() WHERE key_id = $1 AND revoked_at IS NULL`, [keyId]);
+    const { rowCount } = await this.db.pool.query(
+      `UPDATE ${this.keys} SET revoked_at = now() WHERE key_id = $1 AND revoked_at IS NULL`,
+      [keyId],
+    );
     return rowCount === 1;
   }
 
@@ -91,11 +117,21 @@ export class PgAccessStore implements AccessStore {
       [hashApiKey(key)],
     );
     const r = rows[0];
-    return r ? { workspaceId: r.workspace_id, keyId: r.key_id, allowedSkills: r.allowed_skills, permissions: r.permissions ?? [], ...(r.key_user ? { user: r.key_user } : {}) } : undefined;
+    return r
+      ? {
+          workspaceId: r.workspace_id,
+          keyId: r.key_id,
+          allowedSkills: r.allowed_skills,
+          permissions: r.permissions ?? [],
+          ...(r.key_user ? { user: r.key_user } : {}),
+        }
+      : undefined;
   }
 
   async countKeys(opts: { includeRevoked?: boolean } = {}): Promise<number> {
-    const { rows } = await this.db.pool.query(`SELECT count(*) AS n FROM ${this.keys} WHERE $1 OR revoked_at IS NULL`, [opts.includeRevoked === true]);
+    const { rows } = await this.db.pool.query(`SELECT count(*) AS n FROM ${this.keys} WHERE $1 OR revoked_at IS NULL`, [
+      opts.includeRevoked === true,
+    ]);
     return Number(rows[0].n);
   }
 
@@ -107,7 +143,14 @@ export class PgAccessStore implements AccessStore {
         `INSERT INTO ${this.keys} (key_id, workspace_id, key_sha256, key_prefix, label, source, permissions, key_user) VALUES ($1, $2, $3, $4, 'configured', 'configured', $5::jsonb, $6::jsonb)
          ON CONFLICT (key_sha256) DO UPDATE SET workspace_id = EXCLUDED.workspace_id, revoked_at = NULL, permissions = EXCLUDED.permissions, key_user = EXCLUDED.key_user
          WHERE ${this.keys}.source = 'configured'`,
-        [newKeyId(), c.workspace, hashApiKey(c.key), keyPrefix(c.key), JSON.stringify(c.permissions ?? []), c.user ? JSON.stringify(c.user) : null],
+        [
+          newKeyId(),
+          c.workspace,
+          hashApiKey(c.key),
+          keyPrefix(c.key),
+          JSON.stringify(c.permissions ?? []),
+          c.user ? JSON.stringify(c.user) : null,
+        ],
       );
     }
     const { rowCount } = await this.db.pool.query(

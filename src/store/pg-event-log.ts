@@ -90,7 +90,12 @@ export class PgEventLog {
    * re-check the condition on the new row, so a stale hint can never number or project twice:
    * when the condition fails nothing is written and appendLocked takes over.
    */
-  private async appendFast(runId: string, events: readonly EmittedEvent[], owner: string, known: { lastSeq: number; pending: PendingConfirmation[] }): Promise<RunEvent[] | undefined> {
+  private async appendFast(
+    runId: string,
+    events: readonly EmittedEvent[],
+    owner: string,
+    known: { lastSeq: number; pending: PendingConfirmation[] },
+  ): Promise<RunEvent[] | undefined> {
     const keys = new Set<string>();
     const fresh: RunEvent[] = [];
     let seq = known.lastSeq;
@@ -101,7 +106,7 @@ export class PgEventLog {
     }
     if (plannedBy(fresh)) return undefined; // the plan is written with its steps: appendLocked
     const p = project(fresh, known.pending);
-        const { rows } = await this.db.pool.query(
+    const { rows } = await this.db.pool.query(
       `WITH ru AS (
          UPDATE ${this.t.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
            finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
@@ -120,7 +125,19 @@ export class PgEventLog {
          RETURNING 1)
        SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
          CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified`,
-      [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), ...this.notification(runId, seq), known.lastSeq, owner, JSON.stringify(known.pending), [...keys]],
+      [
+        runId,
+        JSON.stringify(fresh),
+        JSON.stringify(p.steps),
+        seq,
+        p.runStatus ?? null,
+        JSON.stringify(p.pending),
+        ...this.notification(runId, seq),
+        known.lastSeq,
+        owner,
+        JSON.stringify(known.pending),
+        [...keys],
+      ],
     );
     if (Number(rows[0].runs) !== 1) {
       this.appended.delete(runId);
@@ -138,7 +155,25 @@ export class PgEventLog {
   }
 
   /** Lock the run row, drop events already stored, number the rest, write them with the projection. */
+  /**
+   * Two appends racing on one run (two cancels, a cancel beside the drive): the second waits for
+   * the row lock, but its read of stored keys ran on the snapshot from before the first committed
+   * (READ COMMITTED re-reads only the locked row), so it could insert a key the first just stored
+   * and fail on the unique (run_id, key). Once more in a new transaction, that key is a duplicate
+   * like any other and is dropped.
+   */
   private async appendLocked(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.appendLockedOnce(runId, events, owner);
+      } catch (e) {
+        const err = e as { code?: string; constraint?: string };
+        if (tries >= 3 || err.code !== "23505" || !/run_id_key/.test(err.constraint ?? "")) throw e;
+      }
+    }
+  }
+
+  private async appendLockedOnce(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     // Two statements inside the transaction (a lock-and-read, then one write with CTEs): every
     // round trip here is paid per event batch, beside the checkpointer's own writes.
     return this.tx(async (c) => {
@@ -184,7 +219,15 @@ export class PgEventLog {
            RETURNING 1)
          SELECT (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM ru) AS runs,
            CASE WHEN $7::boolean THEN pg_notify($8, $9) END AS notified`,
-        [runId, JSON.stringify(fresh), JSON.stringify(p.steps), seq, p.runStatus ?? null, JSON.stringify(p.pending), ...this.notification(runId, seq)],
+        [
+          runId,
+          JSON.stringify(fresh),
+          JSON.stringify(p.steps),
+          seq,
+          p.runStatus ?? null,
+          JSON.stringify(p.pending),
+          ...this.notification(runId, seq),
+        ],
       );
       if (owner) this.remember(runId, seq, p.pending);
       return fresh;

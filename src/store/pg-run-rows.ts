@@ -1,9 +1,10 @@
 /**
  * Postgres rows → the store's shapes (RunRow, RunView): pure mapping, no queries.
  */
+import { asCarrier } from "../telemetry/trace-context.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
 import { exportPlanGraph } from "../plan/graph-export.js";
-import { decisionView, type RunView } from "../runtime/view.js";
+import { decisionView, type RunView } from "../kernel/run-view.js";
 import type { Decision } from "../kernel/decision.js";
 import type { RunRow } from "./run-store.js";
 
@@ -16,6 +17,7 @@ export function runRowFrom(r: Row): RunRow {
     runId: r.run_id,
     workspaceId: r.workspace_id,
     traceId: r.trace_id,
+    traceContext: asCarrier(r.trace_context) ?? null,
     status: r.status,
     plan: r.plan,
     context: r.context,
@@ -27,7 +29,9 @@ export function runRowFrom(r: Row): RunRow {
     checkpointPruned: r.checkpoint_pruned_at !== null,
     planningInput: r.planning_input ?? null,
     error: r.error ?? null,
-    cancelRequest: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) } : null,
+    cancelRequest: r.cancel_requested_at
+      ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) }
+      : null,
     driveFailures: Number(r.drive_failures ?? 0),
     admission: r.admission ?? null,
     createdAt: new Date(r.created_at).toISOString(),
@@ -73,6 +77,9 @@ export function viewFromRows(r: Row, stepRows: Row[], decisionOf: ReadonlyMap<st
     planning: r.planning ?? null,
     admission: r.admission ?? null,
     requestedBy: r.admission?.requestedBy ?? null,
+    redrives: [],
+    waitingFor: null,
+    skillVersions: null,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };

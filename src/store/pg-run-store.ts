@@ -1,23 +1,30 @@
 /**
  * RunStore on Postgres (server or embedded). Plain SQL; the event append (numbering, projection,
- * notification) is src/store/pg-event-log.ts.
+ * notification) is src/store/pg-event-log.ts, leases and claims pg-leases.ts, decisions, votes and
+ * intents pg-decisions.ts, the run list pg-run-list.ts.
  */
 import type pg from "pg";
-import type { PendingConfirmation } from "../kernel/pending.js";
 import type { Decision } from "../kernel/decision.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
-import type { RunStatus } from "../kernel/status.js";
-import type { RunView } from "../runtime/view.js";
-import { table, type Database } from "./db.js";
-import { PgEventLog } from "./pg-event-log.js";
-import { runRowFrom, viewFromRows } from "./pg-run-rows.js";
-import { ViewGenerations } from "./view-generations.js";
+import type { RunView } from "../kernel/run-view.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { Acting } from "../kernel/actor.js";
-import { LeaseLostError, voterOf, sameDecision, type NewRun, type RecordDecisionResult, type RunRow, type RunStore } from "./run-store.js";
-import { driveBackoffMs, driveFailedError, type ControlRequests, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
-import type { StepError } from "../kernel/errors.js";
-import { decodeRunCursor, encodeRunCursor, type ListRunsQuery, type RunChange, type RunChangeListener, type RunPage } from "./run-store.js";
+import { table, type Database } from "./db.js";
+import { PgEventLog } from "./pg-event-log.js";
+import { PgDecisions } from "./pg-decisions.js";
+import { PgLeases } from "./pg-leases.js";
+import { PgRunList } from "./pg-run-list.js";
+import { runRowFrom, viewFromRows } from "./pg-run-rows.js";
+import { ViewGenerations } from "./view-generations.js";
+import {
+  LeaseLostError,
+  type ControlRequests,
+  type NewRun,
+  type RunChange,
+  type RunChangeListener,
+  type RunRow,
+  type RunStore,
+} from "./run-store.js";
 
 type Tx = pg.PoolClient;
 
@@ -25,6 +32,18 @@ type Tx = pg.PoolClient;
 const watchers = new WeakMap<pg.Pool, Set<RunChangeListener>>();
 /** View versions of an embedded database's runs, shared by every store on its pool. */
 const generations = new WeakMap<pg.Pool, ViewGenerations>();
+
+/**
+ * The pending confirmations a drive's final view writes ($6), each keeping the approval deadline
+ * the row already holds for the same (step, round): the deadline is the one of the wait's first
+ * event (src/store/projection.ts), which the graph state does not carry.
+ */
+const KEEP_DEADLINES = `(SELECT COALESCE(jsonb_agg(n.p || COALESCE((
+    SELECT jsonb_build_object('expiresAt', q.v->'expiresAt', 'onExpiry', q.v->'onExpiry')
+      FROM jsonb_array_elements(pending_confirmations) AS q(v)
+     WHERE q.v->>'expiresAt' IS NOT NULL AND q.v->>'stepId' = n.p->>'stepId'
+       AND COALESCE(q.v->>'round', '0') = COALESCE(n.p->>'round', '0') LIMIT 1), '{}'::jsonb) ORDER BY n.i), '[]'::jsonb)
+  FROM jsonb_array_elements($6::jsonb) WITH ORDINALITY AS n(p, i))`;
 
 export class PgRunStore implements RunStore {
   private readonly runs: string;
@@ -35,7 +54,11 @@ export class PgRunStore implements RunStore {
   private readonly events: string;
   private readonly decisions: string;
   private readonly approvals: string;
+  private readonly expiries: string;
   private readonly log: PgEventLog;
+  private readonly decisionRows: PgDecisions;
+  private readonly runList: PgRunList;
+  private readonly leases: PgLeases;
 
   constructor(private readonly db: Database) {
     this.runs = table(db, "tool_chain_runs");
@@ -50,7 +73,30 @@ export class PgRunStore implements RunStore {
     this.events = table(db, "tool_chain_event_logs");
     this.decisions = table(db, "tool_chain_decisions");
     this.approvals = table(db, "tool_chain_approvals");
-    this.log = new PgEventLog(db, { runs: this.runs, steps: this.steps, events: this.events }, (fn) => this.tx(fn), (c, runId, plan, planning) => this.setPlan(c, runId, plan, planning));
+    this.expiries = table(db, "tool_chain_approval_expiries");
+    this.decisionRows = new PgDecisions(db, {
+      runs: this.runs,
+      decisions: this.decisions,
+      approvals: this.approvals,
+      expiries: this.expiries,
+    });
+    this.runList = new PgRunList(db, this.runs);
+    this.leases = new PgLeases(
+      db,
+      { runs: this.runs, decisions: this.decisions },
+      {
+        bump: (runId) => this.generations?.bump(runId),
+        remember: (...a) => this.log.remember(...a),
+        forget: (runId) => this.log.forget(runId),
+        tx: (fn) => this.tx(fn),
+      },
+    );
+    this.log = new PgEventLog(
+      db,
+      { runs: this.runs, steps: this.steps, events: this.events },
+      (fn) => this.tx(fn),
+      (c, runId, plan, planning) => this.setPlan(c, runId, plan, planning),
+    );
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -70,15 +116,30 @@ export class PgRunStore implements RunStore {
 
   async createRun(r: NewRun): Promise<void> {
     // one statement (atomic): the run row and its step rows
-    const steps = r.plan.steps.map((st) => ({ step_id: st.stepId, skill_name: st.skillName, depends_on: st.dependsOn }));
+    const steps = r.plan.steps.map((st) => ({
+      step_id: st.stepId,
+      skill_name: st.skillName,
+      depends_on: st.dependsOn,
+    }));
     await this.db.pool.query(
       `WITH r AS (
-         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9)
+         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission, trace_context) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9, $10)
          RETURNING run_id)
        INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
        SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
        ON CONFLICT DO NOTHING`,
-      [r.runId, r.workspaceId, r.traceId, JSON.stringify(r.plan), JSON.stringify(r.context ?? {}), JSON.stringify(r.memory ?? {}), r.planningInput ? JSON.stringify(r.planningInput) : null, JSON.stringify(steps), r.admission ? JSON.stringify(r.admission) : null],
+      [
+        r.runId,
+        r.workspaceId,
+        r.traceId,
+        JSON.stringify(r.plan),
+        JSON.stringify(r.context ?? {}),
+        JSON.stringify(r.memory ?? {}),
+        r.planningInput ? JSON.stringify(r.planningInput) : null,
+        JSON.stringify(steps),
+        r.admission ? JSON.stringify(r.admission) : null,
+        r.traceContext ? JSON.stringify(r.traceContext) : null,
+      ],
     );
   }
 
@@ -122,7 +183,14 @@ export class PgRunStore implements RunStore {
       [runId, after],
     );
     return rows.map((r) => {
-      const e: RunEvent = { runId, seq: Number(r.seq), type: r.type, at: new Date(r.at).toISOString(), data: r.data, key: r.key };
+      const e: RunEvent = {
+        runId,
+        seq: Number(r.seq),
+        type: r.type,
+        at: new Date(r.at).toISOString(),
+        data: r.data,
+        key: r.key,
+      };
       if (r.step_id !== null) e.stepId = r.step_id;
       return e;
     });
@@ -147,11 +215,21 @@ export class PgRunStore implements RunStore {
       started_at: s.startedAt,
       finished_at: s.finishedAt,
     }));
-    const params = [v.runId, v.status, JSON.stringify(v.memory), JSON.stringify(v.result), JSON.stringify(v.error), JSON.stringify(v.pendingConfirmations), owner ?? null, JSON.stringify(rows), JSON.stringify({ memoryKeys: Object.keys(v.memory) })];
+    const params = [
+      v.runId,
+      v.status,
+      JSON.stringify(v.memory),
+      JSON.stringify(v.result),
+      JSON.stringify(v.error),
+      JSON.stringify(v.pendingConfirmations),
+      owner ?? null,
+      JSON.stringify(rows),
+      JSON.stringify({ memoryKeys: Object.keys(v.memory) }),
+    ];
     // the run row, then its step rows only if the run row was written (the lease still ours):
     // one statement, atomic as the transaction it replaces
     const sql = `WITH ru AS (
-         UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = $6::jsonb, updated_at = now(),
+         UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = ${KEEP_DEADLINES}, updated_at = now(),
            drive_failures = 0, next_attempt_at = NULL,
            finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
          WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)
@@ -187,66 +265,27 @@ export class PgRunStore implements RunStore {
     if (!r) return undefined;
     const steps = await this.db.pool.query(`SELECT * FROM ${this.steps} WHERE run_id = $1`, [runId]);
     // the latest applied decision of each step (who decided stays visible after checkpoints are pruned)
-    const decided = await this.db.pool.query(`SELECT DISTINCT ON (step_id) step_id, decision FROM ${this.decisions} WHERE run_id = $1 AND applied ORDER BY step_id, round DESC`, [runId]);
+    const decided = await this.db.pool.query(
+      `SELECT DISTINCT ON (step_id) step_id, decision FROM ${this.decisions} WHERE run_id = $1 AND applied ORDER BY step_id, round DESC`,
+      [runId],
+    );
     return viewFromRows(r, steps.rows, new Map(decided.rows.map((d) => [d.step_id as string, d.decision as Decision])));
   }
 
-  async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const { rowCount, rows } = await this.db.pool.query(
-      `UPDATE ${this.runs} SET lease_owner = $2, lease_expires_at = now() + ($3 || ' milliseconds')::interval
-       WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())
-       RETURNING last_seq, pending_confirmations`,
-      [runId, owner, String(ttlMs)],
-    );
-    if (rowCount) {
-      this.generations?.bump(runId);
-      // the first event batch of this drive can then go in one statement (appendFast checks it)
-      this.log.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
-    }
-    return rowCount === 1;
+  acquireLease(...a: Parameters<PgLeases["acquireLease"]>) {
+    return this.leases.acquireLease(...a);
   }
 
-  async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(
-      `UPDATE ${this.runs} SET lease_expires_at = now() + ($3 || ' milliseconds')::interval WHERE run_id = $1 AND lease_owner = $2`,
-      [runId, owner, String(ttlMs)],
-    );
-    return rowCount === 1;
+  renewLease(...a: Parameters<PgLeases["renewLease"]>) {
+    return this.leases.renewLease(...a);
   }
 
-  async releaseLease(runId: string, owner: string): Promise<void> {
-    this.log.forget(runId);
-    await this.db.pool.query(`UPDATE ${this.runs} SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = $1 AND lease_owner = $2`, [runId, owner]);
-    this.generations?.bump(runId);
+  releaseLease(...a: Parameters<PgLeases["releaseLease"]>) {
+    return this.leases.releaseLease(...a);
   }
 
-  async claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]> {
-    // Fairness: candidates are ranked within their workspace (oldest first) and taken rank by
-    // rank, so one workspace's backlog (or its runs backing off after failures) cannot hold the
-    // others' runs back. Only the picked rows are locked (SKIP LOCKED: workers never wait on each other).
-    const { rows } = await this.db.pool.query(
-      `WITH cand AS (
-         SELECT run_id, created_at, row_number() OVER (PARTITION BY workspace_id ORDER BY created_at, run_id) AS rn
-         FROM ${this.runs} r
-         WHERE (lease_owner IS NULL OR lease_expires_at < now())
-           AND (next_attempt_at IS NULL OR next_attempt_at <= now())
-           AND (status IN ('queued', 'planning', 'running')
-             -- a lease left behind by a dead process: its drive ended mid-way, whatever the row says
-             OR lease_owner IS NOT NULL
-             OR (status IN ('waiting_confirmation', 'rollback_failed') AND pending_confirmations <> '[]'::jsonb
-               AND (cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied))))),
-       pick AS (SELECT run_id, rn, created_at FROM cand ORDER BY rn, created_at LIMIT $3 * 4),
-       locked AS (
-         SELECT r.run_id FROM ${this.runs} r JOIN pick p ON p.run_id = r.run_id
-         WHERE (r.lease_owner IS NULL OR r.lease_expires_at < now())
-         ORDER BY p.rn, p.created_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED)
-       UPDATE ${this.runs} u SET lease_owner = $1, lease_expires_at = now() + ($2 || ' milliseconds')::interval
-       FROM locked WHERE u.run_id = locked.run_id
-       RETURNING u.run_id`,
-      [owner, String(ttlMs), limit],
-    );
-    for (const r of rows) this.generations?.bump(r.run_id);
-    return rows.map((r) => r.run_id);
+  claimRunnable(...a: Parameters<PgLeases["claimRunnable"]>) {
+    return this.leases.claimRunnable(...a);
   }
 
   async requestCancel(runId: string, reason: string, acting?: Acting): Promise<void> {
@@ -271,98 +310,58 @@ export class PgRunStore implements RunStore {
     const r = rows[0];
     if (!r) return { cancel: null, decisions: [] };
     return {
-      cancel: r.cancel_requested_at ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) } : null,
-      decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({ ...d, round: Number(d.round) })),
+      cancel: r.cancel_requested_at
+        ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) }
+        : null,
+      decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({
+        ...d,
+        round: Number(d.round),
+      })),
     };
   }
 
-  async recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
-    const out = await this.recordDriveFailureTx(runId, owner, error, policy, permanent);
-    this.generations?.bump(runId);
-    return out;
+  recordDriveFailure(...a: Parameters<PgLeases["recordDriveFailure"]>) {
+    return this.leases.recordDriveFailure(...a);
   }
 
-  private recordDriveFailureTx(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined> {
-    return this.tx(async (c) => {
-      const { rows } = await c.query(`SELECT drive_failures, lease_owner, status FROM ${this.runs} WHERE run_id = $1 FOR UPDATE`, [runId]);
-      const r = rows[0];
-      if (!r || (r.lease_owner !== null && r.lease_owner !== owner)) return undefined;
-      const failures = Number(r.drive_failures) + 1;
-      const final = permanent || failures >= policy.maxFailures;
-      const retryInMs = final ? 0 : driveBackoffMs(policy, failures);
-      if (final) {
-        await c.query(
-          `UPDATE ${this.runs} SET drive_failures = $2, next_attempt_at = NULL, last_drive_error = $3::jsonb, status = 'failed', error = $4::jsonb,
-             pending_confirmations = '[]'::jsonb, finished_at = now(), updated_at = now() WHERE run_id = $1`,
-          [runId, failures, JSON.stringify(error), JSON.stringify(driveFailedError(error, failures, permanent))],
-        );
-      } else {
-        await c.query(
-          `UPDATE ${this.runs} SET drive_failures = $2, next_attempt_at = now() + ($3 || ' milliseconds')::interval, last_drive_error = $4::jsonb, updated_at = now() WHERE run_id = $1`,
-          [runId, failures, String(retryInMs), JSON.stringify(error)],
-        );
-      }
-      return { failures, final, retryInMs };
-    });
+  recordDecision(...a: Parameters<PgDecisions["recordDecision"]>) {
+    return this.decisionRows.recordDecision(...a);
   }
 
-  async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
-    const ins = await this.db.pool.query(
-      `INSERT INTO ${this.decisions} (run_id, step_id, round, decision) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`,
-      [runId, stepId, round, JSON.stringify(d)],
-    );
-    if (ins.rowCount === 1) return "recorded";
-    const { rows } = await this.db.pool.query(`SELECT decision FROM ${this.decisions} WHERE run_id = $1 AND step_id = $2 AND round = $3`, [runId, stepId, round]);
-    const prev = rows[0]?.decision as Decision | undefined;
-    return prev && sameDecision(prev, d) ? "duplicate" : "conflict";
+  recordApproval(...a: Parameters<PgDecisions["recordApproval"]>) {
+    return this.decisionRows.recordApproval(...a);
   }
 
-  async recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }> {
-    const ins = await this.db.pool.query(
-      `INSERT INTO ${this.approvals} (run_id, step_id, round, principal, decision) VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT DO NOTHING`,
-      [runId, stepId, round, voterOf(d), JSON.stringify(d)],
-    );
-    const { rows } = await this.db.pool.query(`SELECT principal, decision FROM ${this.approvals} WHERE run_id = $1 AND step_id = $2 AND round = $3 ORDER BY created_at, principal`, [runId, stepId, round]);
-    const votes = rows.map((r) => r.decision as Decision);
-    if (ins.rowCount === 1) return { result: "recorded", votes };
-    const prev = rows.find((r) => r.principal === voterOf(d))?.decision as Decision | undefined;
-    return { result: prev && sameDecision(prev, d) ? "duplicate" : "conflict", votes };
+  expiredWaits(...a: Parameters<PgDecisions["expiredWaits"]>) {
+    return this.decisionRows.expiredWaits(...a);
   }
 
-  async listApprovals(runId: string) {
-    const { rows } = await this.db.pool.query(`SELECT step_id, round, decision FROM ${this.approvals} WHERE run_id = $1 ORDER BY created_at, principal`, [runId]);
-    return rows.map((r) => ({ stepId: r.step_id as string, round: Number(r.round), decision: r.decision as Decision }));
+  markExpiryHandled(...a: Parameters<PgDecisions["markExpiryHandled"]>) {
+    return this.decisionRows.markExpiryHandled(...a);
   }
 
-  async getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined> {
-    const { rows } = await this.db.pool.query(`SELECT decision FROM ${this.decisions} WHERE run_id = $1 AND step_id = $2 AND round = $3`, [runId, stepId, round]);
-    return rows[0]?.decision;
+  listApprovals(...a: Parameters<PgDecisions["listApprovals"]>) {
+    return this.decisionRows.listApprovals(...a);
   }
 
-  async unappliedDecisions(runId: string) {
-    const { rows } = await this.db.pool.query(`SELECT step_id, round, decision FROM ${this.decisions} WHERE run_id = $1 AND NOT applied ORDER BY created_at`, [runId]);
-    return rows.map((r) => ({ stepId: r.step_id as string, round: Number(r.round), decision: r.decision as Decision }));
+  getDecision(...a: Parameters<PgDecisions["getDecision"]>) {
+    return this.decisionRows.getDecision(...a);
   }
 
-  async markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void> {
-    if (!keys.length) return;
-    await this.db.pool.query(
-      `UPDATE ${this.decisions} d SET applied = true FROM jsonb_to_recordset($2::jsonb) AS x("stepId" text, round int) WHERE d.run_id = $1 AND d.step_id = x."stepId" AND d.round = x.round`,
-      [runId, JSON.stringify(keys)],
-    );
+  unappliedDecisions(...a: Parameters<PgDecisions["unappliedDecisions"]>) {
+    return this.decisionRows.unappliedDecisions(...a);
   }
 
-  async claimIntent(runId: string, stepId: string, attempt: number, owner?: string): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(
-      `INSERT INTO ${table(this.db, "tool_chain_step_intents")} (run_id, step_id, attempt, owner) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-      [runId, stepId, attempt, owner ?? null],
-    );
-    return rowCount === 1;
+  markApplied(...a: Parameters<PgDecisions["markApplied"]>) {
+    return this.decisionRows.markApplied(...a);
   }
 
-  async hasIntent(runId: string, stepId: string, attempt: number): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(`SELECT 1 FROM ${table(this.db, "tool_chain_step_intents")} WHERE run_id = $1 AND step_id = $2 AND attempt = $3`, [runId, stepId, attempt]);
-    return rowCount === 1;
+  claimIntent(...a: Parameters<PgDecisions["claimIntent"]>) {
+    return this.decisionRows.claimIntent(...a);
+  }
+
+  hasIntent(...a: Parameters<PgDecisions["hasIntent"]>) {
+    return this.decisionRows.hasIntent(...a);
   }
 
   async prunable(before: Date, limit: number): Promise<string[]> {
@@ -378,49 +377,19 @@ export class PgRunStore implements RunStore {
   }
 
   async markPruned(runIds: string[]): Promise<void> {
-    if (runIds.length) await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [runIds]);
+    if (runIds.length)
+      await this.db.pool.query(`UPDATE ${this.runs} SET checkpoint_pruned_at = now() WHERE run_id = ANY($1::text[])`, [
+        runIds,
+      ]);
     for (const id of runIds) this.generations?.bump(id);
   }
 
-  async listRuns(q: ListRunsQuery): Promise<RunPage> {
-    const after = q.cursor ? decodeRunCursor(q.cursor) : undefined;
-    const params: unknown[] = [q.workspaceId, q.limit + 1];
-    let where = "workspace_id = $1";
-    if (q.statuses?.length) {
-      params.push(q.statuses);
-      where += ` AND status = ANY($${params.length}::text[])`;
-    }
-    if (after) {
-      params.push(after.t, after.runId);
-      where += ` AND (created_at, run_id) < (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length})`;
-    }
-    const { rows } = await this.db.pool.query(
-      `SELECT run_id, status, trace_id, plan->>'planId' AS plan_id, plan->>'goal' AS goal, jsonb_array_length(plan->'steps') AS step_count,
-         created_at, updated_at, finished_at, ((extract(epoch FROM created_at) * 1000000)::numeric(20,0))::text AS created_us
-       FROM ${this.runs} WHERE ${where} ORDER BY created_at DESC, run_id DESC LIMIT $2`,
-      params,
-    );
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
-    return {
-      runs: page.map((r) => ({
-        runId: r.run_id,
-        status: r.status,
-        traceId: r.trace_id,
-        planId: r.plan_id,
-        goal: r.goal,
-        stepCount: Number(r.step_count),
-        createdAt: new Date(r.created_at).toISOString(),
-        updatedAt: new Date(r.updated_at).toISOString(),
-        finishedAt: r.finished_at ? new Date(r.finished_at).toISOString() : null,
-      })),
-      nextCursor: rows.length > q.limit && last ? encodeRunCursor(last.created_us, last.run_id) : null,
-    };
+  listRuns(...a: Parameters<PgRunList["listRuns"]>) {
+    return this.runList.listRuns(...a);
   }
 
-  async countRuns(): Promise<Partial<Record<RunStatus, number>>> {
-    const { rows } = await this.db.pool.query<{ status: RunStatus; n: string }>(`SELECT status, count(*) AS n FROM ${this.runs} GROUP BY status`);
-    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  countRuns(...a: Parameters<PgRunList["countRuns"]>) {
+    return this.runList.countRuns(...a);
   }
 
   /**
@@ -440,15 +409,17 @@ export class PgRunStore implements RunStore {
 
   async viewVersion(runId: string): Promise<string | undefined> {
     if (runId.includes("\u0000")) return undefined;
-    const { rows } = await this.db.pool.query(
-      `SELECT r.updated_at::text AS u, r.last_seq AS q, r.status AS s, r.lease_owner AS o, r.cancel_requested_at::text AS c,
+    const { rows } = await this.db.pool
+      .query(
+        `SELECT r.updated_at::text AS u, r.last_seq AS q, r.status AS s, r.lease_owner AS o, r.cancel_requested_at::text AS c,
          (SELECT max(k.checkpoint_id) FROM ${this.checkpoints} k WHERE k.thread_id = r.run_id AND k.checkpoint_ns = '') AS k
        FROM ${this.runs} r WHERE r.run_id = $1`,
-      [runId],
-    ).catch((e: { code?: string }) => {
-      if (e?.code === "42P01") return { rows: [] as Record<string, unknown>[] }; // no checkpoints table here
-      throw e;
-    });
+        [runId],
+      )
+      .catch((e: { code?: string }) => {
+        if (e?.code === "42P01") return { rows: [] as Record<string, unknown>[] }; // no checkpoints table here
+        throw e;
+      });
     const r = rows[0];
     return r ? JSON.stringify([r.u, r.q, r.s, r.o, r.c, r.k]) : undefined;
   }

@@ -4,7 +4,7 @@
  */
 import { compensationPending, type PendingConfirmation } from "../kernel/pending.js";
 import type { RunEvent } from "../kernel/events.js";
-import { runStatusAfter, STEP_STATUS_AFTER } from "../kernel/projection.js";
+import { runStatusAfter, STEP_STATUS_AFTER, stepsResetBy } from "../kernel/projection.js";
 import type { RunStatus, StepStatus } from "../kernel/status.js";
 
 export interface StepPatch {
@@ -32,6 +32,10 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
   let runStatus: RunStatus | undefined;
   for (const e of events) {
     runStatus = runStatusAfter(e, runStatus) ?? runStatus;
+    for (const id of stepsResetBy(e)) {
+      steps.set(id, { ...(steps.get(id) ?? { stepId: id }), status: "pending" });
+      pending.delete(id);
+    }
     if (!e.stepId) continue;
     const p = steps.get(e.stepId) ?? { stepId: e.stepId };
     const st = STEP_STATUS_AFTER[e.type];
@@ -47,10 +51,21 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
       p.errorMessage = err.message ?? null;
     }
     if (e.type === "step_rolled_back") p.rollbackStatus = "rolled_back";
-    if (e.type === "step_rollback_failed") p.rollbackStatus = (e.data.error as { code?: string } | undefined)?.code === "NOT_COMPENSABLE" ? "not_compensable" : "rollback_failed";
+    if (e.type === "step_rollback_failed")
+      p.rollbackStatus =
+        (e.data.error as { code?: string } | undefined)?.code === "NOT_COMPENSABLE"
+          ? "not_compensable"
+          : "rollback_failed";
     steps.set(e.stepId, p);
     if (e.type === "rollback_waiting_decision") {
-      pending.set(e.stepId, compensationPending(String(e.data.skillName ?? ""), { stepId: e.stepId, round: Number(e.data.round ?? 0), error: e.data.error }));
+      pending.set(
+        e.stepId,
+        compensationPending(String(e.data.skillName ?? ""), {
+          stepId: e.stepId,
+          round: Number(e.data.round ?? 0),
+          error: e.data.error,
+        }),
+      );
     } else if (e.type === "step_waiting_confirmation") {
       pending.set(e.stepId, {
         stepId: e.stepId,
@@ -60,10 +75,33 @@ export function project(events: readonly RunEvent[], pendingBefore: readonly Pen
         ...(e.data.round !== undefined ? { round: Number(e.data.round) } : {}),
         ...(e.data.inDoubt ? { inDoubt: true, kind: "in_doubt" } : { kind: "confirmation" }),
         ...(e.data.fallback ? { fallback: true } : {}),
+        ...(typeof e.data.expiresAt === "string"
+          ? { expiresAt: e.data.expiresAt, onExpiry: e.data.onExpiry === "leave" ? "leave" : "reject" }
+          : {}),
       } as PendingConfirmation);
-    } else if (e.type === "step_confirmed" || e.type === "step_failed" || e.type === "step_cancelled" || e.type === "step_completed") {
+    } else if (
+      e.type === "step_confirmed" ||
+      e.type === "step_failed" ||
+      e.type === "step_cancelled" ||
+      e.type === "step_completed"
+    ) {
       pending.delete(e.stepId);
     }
   }
   return { runStatus, pending: [...pending.values()], steps: [...steps.values()] };
+}
+
+/**
+ * A drive's final pending confirmations (from graph state), each keeping the approval deadline the
+ * row already holds for the same (step, round): the deadline of the wait's first event. (The
+ * Postgres store does the same in SQL.)
+ */
+export function keepDeadlines(
+  next: readonly PendingConfirmation[],
+  prev: readonly PendingConfirmation[],
+): PendingConfirmation[] {
+  return next.map((p) => {
+    const old = prev.find((q) => q.expiresAt && q.stepId === p.stepId && (q.round ?? 0) === (p.round ?? 0));
+    return old ? { ...p, expiresAt: old.expiresAt, onExpiry: old.onExpiry ?? "reject" } : p;
+  });
 }

@@ -2,6 +2,7 @@
  * The run history contract: runs, step runs, the event log, leases and recorded decisions.
  * Two implementations keep it: MemoryRunStore (tests, library default) and PgRunStore.
  */
+import type { TraceCarrier } from "../telemetry/trace-context.js";
 import type { Decision } from "../kernel/decision.js";
 import type { PendingConfirmation } from "../kernel/pending.js";
 import type { Acting, Actor, Via } from "../kernel/actor.js";
@@ -9,7 +10,7 @@ import type { Admission } from "../plan/admission.js";
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { RunStatus } from "../kernel/status.js";
 import type { ToolChainPlan } from "../plan/schema.js";
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import { ErrorCode, ToolchainError, type StepError } from "../kernel/errors.js";
 import type { EventLog } from "./event-log.js";
 import type { IntentLog } from "./intent-log.js";
@@ -27,6 +28,8 @@ export interface NewRun {
   runId: string;
   workspaceId: string;
   traceId: string;
+  /** The context the run's drives continue (src/telemetry/run-spans.ts); absent: recorded with tracing off. */
+  traceContext?: TraceCarrier;
   /** For a run started from a request: `{ goal: request, steps: [] }` until the planner writes it. */
   plan: ToolChainPlan;
   context: unknown;
@@ -40,6 +43,7 @@ export interface RunRow {
   runId: string;
   workspaceId: string;
   traceId: string;
+  traceContext?: TraceCarrier | null;
   status: RunStatus;
   plan: ToolChainPlan;
   context: unknown;
@@ -97,7 +101,11 @@ export interface DriveFailureOutcome {
 /** The run's error once its drive failed for good. */
 export function driveFailedError(cause: StepError, failures: number, permanent: boolean): StepError {
   const why = permanent ? "a permanent error" : `${failures} consecutive failed attempts`;
-  return { code: ErrorCode.DRIVE_FAILED, message: `the run could not be executed or persisted (${why}): ${cause.message}`, details: { cause, failures } };
+  return {
+    code: ErrorCode.DRIVE_FAILED,
+    message: `the run could not be executed or persisted (${why}): ${cause.message}`,
+    details: { cause, failures },
+  };
 }
 
 /** Requests for a running drive, read on every decision poll (one round trip). */
@@ -160,7 +168,16 @@ export function decodeRunCursor(cursor: string): { t: string; runId: string } {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
     // the time (microseconds) becomes a timestamp in SQL: an absurd one would fail there, not here
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && /^\d{1,18}$/.test(v[0]) && BigInt(v[0]) <= MAX_CURSOR_US && typeof v[1] === "string" && v[1].length <= 200 && !v[1].includes("\u0000")) {
+    if (
+      Array.isArray(v) &&
+      v.length === 2 &&
+      typeof v[0] === "string" &&
+      /^\d{1,18}$/.test(v[0]) &&
+      BigInt(v[0]) <= MAX_CURSOR_US &&
+      typeof v[1] === "string" &&
+      v[1].length <= 200 &&
+      !v[1].includes("\u0000")
+    ) {
       return { t: v[0], runId: v[1] };
     }
   } catch {
@@ -170,11 +187,25 @@ export function decodeRunCursor(cursor: string): { t: string; runId: string } {
 }
 
 export class LeaseLostError extends Error {
-  constructor(readonly runId: string, readonly owner: string) {
+  constructor(
+    readonly runId: string,
+    readonly owner: string,
+  ) {
     super(`lease on run ${runId} is no longer held by ${owner}`);
     this.name = "LeaseLostError";
   }
 }
+
+/** A wait past its approval deadline (src/runtime/expiry.ts). */
+export interface ExpiredWait {
+  runId: string;
+  stepId: string;
+  round: number;
+  expiresAt: string;
+  onExpiry: "reject" | "leave";
+}
+/** rejected: the runtime rejected it; left: it stays waiting (reported); decided: a decision was there first. */
+export type ExpiryOutcome = "rejected" | "left" | "decided";
 
 export interface RunStore extends EventLog, IntentLog {
   createRun(run: NewRun): Promise<void>;
@@ -204,7 +235,13 @@ export interface RunStore extends EventLog, IntentLog {
    * (status `failed`, error DRIVE_FAILED naming the cause, no pending confirmations).
    * Only while `owner` holds the lease (or nobody does).
    */
-  recordDriveFailure(runId: string, owner: string, error: StepError, policy: DriveRetryPolicy, permanent: boolean): Promise<DriveFailureOutcome | undefined>;
+  recordDriveFailure(
+    runId: string,
+    owner: string,
+    error: StepError,
+    policy: DriveRetryPolicy,
+    permanent: boolean,
+  ): Promise<DriveFailureOutcome | undefined>;
   /** At most one decision per (run, step, round): concurrent duplicates resolve to one. */
   recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult>;
   getDecision(runId: string, stepId: string, round: number): Promise<Decision | undefined>;
@@ -213,10 +250,22 @@ export interface RunStore extends EventLog, IntentLog {
    * step, round, principal); an exact repeat is a duplicate, a different one a conflict.
    * Returns the votes of that wait so far, oldest first.
    */
-  recordApproval(runId: string, stepId: string, round: number, d: Decision): Promise<{ result: RecordDecisionResult; votes: Decision[] }>;
+  recordApproval(
+    runId: string,
+    stepId: string,
+    round: number,
+    d: Decision,
+  ): Promise<{ result: RecordDecisionResult; votes: Decision[] }>;
   /** The votes recorded for the run's waits, oldest first. */
   listApprovals(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
   unappliedDecisions(runId: string): Promise<{ stepId: string; round: number; decision: Decision }[]>;
+  /**
+   * Waits whose approval deadline (`pendingConfirmations[].expiresAt`) is at or before `now` and
+   * whose expiry no process has handled yet, soonest first: what the worker loop's expiry sweep applies.
+   */
+  expiredWaits(now: Date, limit: number): Promise<ExpiredWait[]>;
+  /** Record the expiry of a wait as handled (false: it already was, by this or another process). */
+  markExpiryHandled(runId: string, stepId: string, round: number, outcome: ExpiryOutcome): Promise<boolean>;
   markApplied(runId: string, keys: { stepId: string; round: number }[]): Promise<void>;
   /**
    * Terminal runs finished before `before` whose checkpoints still exist and that can never be
@@ -253,10 +302,17 @@ export interface RunStore extends EventLog, IntentLog {
  * The plan a `planning_completed` event carries (a plan written by the planner node), with the
  * planner's record: the store writes it into the run row and creates the step rows.
  */
-export function plannedBy(events: readonly EmittedEvent[]): { plan: ToolChainPlan; planning: Record<string, unknown> } | undefined {
+export function plannedBy(
+  events: readonly EmittedEvent[],
+): { plan: ToolChainPlan; planning: Record<string, unknown> } | undefined {
   const e = events.find((x) => x.type === "planning_completed" && x.data.plan !== undefined);
   if (!e) return undefined;
-  const { plan, planner, steps: _steps, ...rest } = e.data as { plan: ToolChainPlan; planner?: Record<string, unknown>; steps?: number };
+  const {
+    plan,
+    planner,
+    steps: _steps,
+    ...rest
+  } = e.data as { plan: ToolChainPlan; planner?: Record<string, unknown>; steps?: number };
   return { plan, planning: { ...planner, ...rest } };
 }
 
@@ -265,6 +321,12 @@ export const voterOf = (d: Decision) => (d.by ? `${d.by.kind}:${d.by.id}` : "unk
 
 /** Two decisions are the same when they decide, edit and comment alike (the time does not count). */
 export function sameDecision(a: Decision, b: Decision): boolean {
-  const norm = (d: Decision) => JSON.stringify({ decision: d.decision, arguments: d.arguments ?? null, output: d.output ?? null, comment: d.comment ?? null });
+  const norm = (d: Decision) =>
+    JSON.stringify({
+      decision: d.decision,
+      arguments: d.arguments ?? null,
+      output: d.output ?? null,
+      comment: d.comment ?? null,
+    });
   return norm(a) === norm(b);
 }

@@ -21,11 +21,20 @@ import type { Checkpoint, CheckpointMetadata, ChannelVersions, PendingWrite } fr
 type Row = unknown[];
 interface Internals {
   SQL_STATEMENTS: Record<string, string>;
-  pool: { connect(): Promise<{ query(sql: string, params?: unknown[]): Promise<unknown>; release(): void }>; query(sql: string, params?: unknown[]): Promise<unknown> };
+  pool: {
+    connect(): Promise<{ query(sql: string, params?: unknown[]): Promise<unknown>; release(): void }>;
+    query(sql: string, params?: unknown[]): Promise<unknown>;
+  };
   _dumpCheckpoint(c: Checkpoint): unknown;
   _dumpBlobs(threadId: string, ns: string, values: Record<string, unknown>, versions: ChannelVersions): Promise<Row[]>;
   _dumpMetadata(m: CheckpointMetadata): Promise<unknown>;
-  _dumpWrites(threadId: string, ns: string, checkpointId: string, taskId: string, writes: PendingWrite[]): Promise<Row[]>;
+  _dumpWrites(
+    threadId: string,
+    ns: string,
+    checkpointId: string,
+    taskId: string,
+    writes: PendingWrite[],
+  ): Promise<Row[]>;
 }
 
 /** The table an `INSERT INTO <table> (...)` statement of the stock saver writes (schema-qualified as configured). */
@@ -61,18 +70,32 @@ export class BatchedPostgresSaver extends PostgresSaver {
             INSERT INTO ${checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
             VALUES ($1, $2, $7, $8, $9, $10)
             ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`,
-      writesUpsert: writesInsert("DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"),
+      writesUpsert: writesInsert(
+        "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob",
+      ),
       writesInsert: writesInsert("DO NOTHING"),
     };
     return this.sqlCache;
   }
 
-  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error(`Missing "configurable" field in "config" param`);
-    const { thread_id, checkpoint_ns = "", checkpoint_id } = config.configurable as { thread_id: string; checkpoint_ns?: string; checkpoint_id?: string };
+    const {
+      thread_id,
+      checkpoint_ns = "",
+      checkpoint_id,
+    } = config.configurable as { thread_id: string; checkpoint_ns?: string; checkpoint_id?: string };
     const self = this as unknown as Internals;
     const serializedCheckpoint = self._dumpCheckpoint(checkpoint);
-    const [blobs, serializedMetadata] = await Promise.all([self._dumpBlobs(thread_id, checkpoint_ns, checkpoint.channel_values, newVersions), self._dumpMetadata(metadata)]);
+    const [blobs, serializedMetadata] = await Promise.all([
+      self._dumpBlobs(thread_id, checkpoint_ns, checkpoint.channel_values, newVersions),
+      self._dumpMetadata(metadata),
+    ]);
     // rows: [thread_id, checkpoint_ns, channel, version, type, blob | undefined]
     await self.pool.query(this.sql.put, [
       thread_id,
@@ -94,7 +117,13 @@ export class BatchedPostgresSaver extends PostgresSaver {
     const self = this as unknown as Internals;
     const c = config.configurable as { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | undefined;
     // rows: [thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob]
-    const dumped = await self._dumpWrites(c?.thread_id as string, c?.checkpoint_ns as string, c?.checkpoint_id as string, taskId, writes);
+    const dumped = await self._dumpWrites(
+      c?.thread_id as string,
+      c?.checkpoint_ns as string,
+      c?.checkpoint_id as string,
+      taskId,
+      writes,
+    );
     const upsert = writes.every((w) => SPECIAL.has(w[0]));
     // the stock saver upserts row by row (the last write of an idx wins); one statement may not
     // touch a row twice, so keep each idx's last write

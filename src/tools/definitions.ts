@@ -1,5 +1,5 @@
 /**
- * The five tool-chain tools as a model sees them: names, descriptions written for a model, and
+ * The tool-chain tools as a model sees them: names, descriptions written for a model, and
  * zod input/output schemas. Shared by every agent surface (the MCP server in src/mcp, LangChain
  * tools), so a model meets the same contract everywhere. No transport imports here.
  *
@@ -9,16 +9,26 @@
  */
 import { z } from "zod";
 import { DecisionSchema } from "../kernel/decision.js";
+import { VersionChangeSchema } from "../kernel/pending.js";
 import { RunStatus, StepStatus } from "../kernel/status.js";
 import { ToolChainPlanSchema } from "../plan/schema.js";
 
-export const TOOL_NAMES = ["plan_tool_chain", "run_tool_chain", "get_tool_chain_run", "confirm_tool_chain_step", "cancel_tool_chain_run"] as const;
+export const TOOL_NAMES = [
+  "plan_tool_chain",
+  "run_tool_chain",
+  "get_tool_chain_run",
+  "confirm_tool_chain_step",
+  "cancel_tool_chain_run",
+  "redrive_tool_chain_run",
+] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 const RunIdSchema = z.string().min(1).max(200).describe("The runId returned by run_tool_chain.");
 const ContextSchema = z
   .record(z.string(), z.unknown())
-  .describe("Facts the chain may read through `{ \"$ref\": \"context.<path>\" }` arguments, e.g. { \"table\": { \"id\": \"tbl_1\" } }.");
+  .describe(
+    'Facts the chain may read through `{ "$ref": "context.<path>" }` arguments, e.g. { "table": { "id": "tbl_1" } }.',
+  );
 const RequestTextSchema = z.string().min(1).max(20_000);
 
 // ---- inputs ---------------------------------------------------------------------------------
@@ -33,16 +43,24 @@ export type PlanToolChainInput = z.infer<typeof PlanToolChainInputSchema>;
 
 export const RunToolChainInputSchema = z
   .object({
-    request: RequestTextSchema.optional().describe("What to do, in words: the server's planner writes the plan, then it runs. Send this or `plan`, not both."),
+    request: RequestTextSchema.optional().describe(
+      "What to do, in words: the server's planner writes the plan, then it runs. Send this or `plan`, not both.",
+    ),
     plan: ToolChainPlanSchema.optional().describe(
       "A ToolChainPlan to run as given (e.g. from plan_tool_chain): steps with stepId, skillName, arguments, dependsOn. " +
         'An argument may be { "$ref": "steps.<stepId>.<path>" } (output of a dependency), { "$ref": "context.<path>" } or { "$ref": "memory.<key>" }.',
     ),
     context: ContextSchema.optional(),
-    memory: z.record(z.string(), z.unknown()).optional().describe("Initial chain memory, read through `{ \"$ref\": \"memory.<key>\" }`."),
+    memory: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Initial chain memory, read through `{ "$ref": "memory.<key>" }`.'),
   })
   .strict()
-  .refine((v) => (v.request === undefined) !== (v.plan === undefined), { message: "send exactly one of `request` or `plan`", path: ["plan"] });
+  .refine((v) => (v.request === undefined) !== (v.plan === undefined), {
+    message: "send exactly one of `request` or `plan`",
+    path: ["plan"],
+  });
 export type RunToolChainInput = z.infer<typeof RunToolChainInputSchema>;
 
 export const GetToolChainRunInputSchema = z.object({ runId: RunIdSchema }).strict();
@@ -50,16 +68,23 @@ export type GetToolChainRunInput = z.infer<typeof GetToolChainRunInputSchema>;
 
 /** The kernel's decision (src/kernel/decision.ts) with descriptions written for a model. */
 export const ConfirmToolChainStepInputSchema = z
-  .object({ runId: RunIdSchema, stepId: z.string().min(1).max(64).describe("The waiting step (from `pending[].stepId`).") })
+  .object({
+    runId: RunIdSchema,
+    stepId: z.string().min(1).max(64).describe("The waiting step (from `pending[].stepId`)."),
+  })
   .extend(DecisionSchema.pick({ decision: true, arguments: true, output: true, comment: true, round: true }).shape)
   .extend({
     decision: DecisionSchema.shape.decision.describe(
       "approve: run the step (or retry it); reject: do not run it (the step fails with REJECTED). For a step in doubt after a crash, mark_done: it already happened. For a failed compensation, skip: leave it undone.",
     ),
-    arguments: DecisionSchema.shape.arguments.describe("approve only: corrected arguments for the step (validated against the skill's input schema again)."),
+    arguments: DecisionSchema.shape.arguments.describe(
+      "approve only: corrected arguments for the step (validated against the skill's input schema again).",
+    ),
     output: DecisionSchema.shape.output.describe("mark_done only: the output to record for the step."),
     comment: DecisionSchema.shape.comment.describe("Why, for the audit trail."),
-    round: DecisionSchema.shape.round.describe("The wait answered (from `pending[].round`). Send it: a decision for a round the step no longer waits in is refused (CONFIRMATION_NOT_PENDING), never applied to a later wait."),
+    round: DecisionSchema.shape.round.describe(
+      "The wait answered (from `pending[].round`). Send it: a decision for a round the step no longer waits in is refused (CONFIRMATION_NOT_PENDING), never applied to a later wait.",
+    ),
   })
   .strict();
 export type ConfirmToolChainStepInput = z.infer<typeof ConfirmToolChainStepInputSchema>;
@@ -72,6 +97,19 @@ export const CancelToolChainRunInputSchema = z
   .strict();
 export type CancelToolChainRunInput = z.infer<typeof CancelToolChainRunInputSchema>;
 
+export const RedriveToolChainRunInputSchema = z
+  .object({
+    runId: RunIdSchema,
+    overrides: z
+      .record(z.string(), z.record(z.string(), z.unknown()))
+      .optional()
+      .describe(
+        "Per failed step id, argument fields to change before it runs again (checked against the skill's input schema).",
+      ),
+  })
+  .strict();
+export type RedriveToolChainRunInput = z.infer<typeof RedriveToolChainRunInputSchema>;
+
 // ---- outputs --------------------------------------------------------------------------------
 
 const ErrorSchema = z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional() });
@@ -83,6 +121,9 @@ export const PendingStepSchema = z.looseObject({
   preview: z.unknown().describe("What the step would do, computed without side effects."),
   kind: z.enum(["confirmation", "in_doubt", "compensation"]).optional(),
   round: z.number().int().optional().describe("Which wait of the step this is: pass it back with the decision."),
+  versionChanged: VersionChangeSchema.optional().describe(
+    "A deploy changed the step's skill while it waited: approving runs the new version, with these arguments and preview where they differ. Tell the user before they decide.",
+  ),
 });
 export type PendingStep = z.infer<typeof PendingStepSchema>;
 
@@ -100,7 +141,9 @@ export const ToolChainRunResultSchema = z.object({
   runId: z.string(),
   status: z.enum(Object.values(RunStatus) as [RunStatus, ...RunStatus[]]),
   goal: z.string().optional(),
-  pending: z.array(PendingStepSchema).describe("Steps waiting for a decision: answer each with confirm_tool_chain_step."),
+  pending: z
+    .array(PendingStepSchema)
+    .describe("Steps waiting for a decision: answer each with confirm_tool_chain_step."),
   steps: z.array(StepSummarySchema),
   outputs: z.record(z.string(), z.unknown()).optional().describe("Outputs of completed steps, by stepId."),
   memory: z.record(z.string(), z.unknown()).optional(),
@@ -115,8 +158,19 @@ export const PlanToolChainResultSchema = z.object({
     model: z.string().optional(),
     fallbackReason: z.string().optional(),
   }),
-  warnings: z.array(z.looseObject({ code: z.string(), stepId: z.string().optional(), message: z.string() })).describe("Changes the runtime made to the written plan, or notes about it"),
-  steps: z.array(z.object({ stepId: z.string(), skillName: z.string(), dependsOn: z.array(z.string()), requiresConfirmation: z.boolean() })).describe("The plan in outline"),
+  warnings: z
+    .array(z.looseObject({ code: z.string(), stepId: z.string().optional(), message: z.string() }))
+    .describe("Changes the runtime made to the written plan, or notes about it"),
+  steps: z
+    .array(
+      z.object({
+        stepId: z.string(),
+        skillName: z.string(),
+        dependsOn: z.array(z.string()),
+        requiresConfirmation: z.boolean(),
+      }),
+    )
+    .describe("The plan in outline"),
 });
 export type PlanToolChainResult = z.infer<typeof PlanToolChainResultSchema>;
 
@@ -166,7 +220,8 @@ export const runToolChainTool = {
 export const getToolChainRunTool = {
   name: "get_tool_chain_run",
   title: "Get a tool-chain run",
-  description: "The current state of a run: status, each step's status and output, errors, and the steps waiting for confirmation.",
+  description:
+    "The current state of a run: status, each step's status and output, errors, and the steps waiting for confirmation.",
   inputSchema: GetToolChainRunInputSchema,
   outputSchema: ToolChainRunResultSchema,
   annotations: { readOnlyHint: true, openWorldHint: false },
@@ -183,12 +238,22 @@ export const confirmToolChainStepTool = {
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
 } satisfies ToolDefinition;
 
+export const redriveToolChainRunTool = {
+  name: "redrive_tool_chain_run",
+  title: "Redrive a failed tool-chain run",
+  description:
+    "Run a failed run again from where it failed, once its outside cause is fixed (an operator's action: only when the user asks). Completed steps keep their results and are never executed again; failed, skipped and not-started steps run again with the same idempotency keys. Refused for a run that is running, waiting or completed. Returns the run as it executes again.",
+  inputSchema: RedriveToolChainRunInputSchema,
+  outputSchema: ToolChainRunResultSchema,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+} satisfies ToolDefinition;
+
 export const cancelToolChainRunTool = {
   name: "cancel_tool_chain_run",
   title: "Cancel a tool-chain run",
-  description: "Cancel a run: running steps are aborted, nothing new starts, and completed steps with side effects are compensated (undone) where possible. Returns the final state.",
+  description:
+    "Cancel a run: running steps are aborted, nothing new starts, and completed steps with side effects are compensated (undone) where possible. Returns the final state.",
   inputSchema: CancelToolChainRunInputSchema,
   outputSchema: ToolChainRunResultSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
 } satisfies ToolDefinition;
-

@@ -30,11 +30,25 @@ import type { RunHandle, Runtime, RunOptions } from "../runtime/runtime.js";
 import type { PlanAuthor } from "../plan/admission.js";
 
 const AGENT_AUTHOR: PlanAuthor = { kind: "agent", via: "agent" };
-import type { RunView } from "../runtime/view.js";
+import type { RunView } from "../kernel/run-view.js";
 import { skillMatcher } from "../store/access-store.js";
-import { confirmationInterrupt, parseResume, type AgentRunResult, type ResumeError, type ToolChainResume } from "./agent-confirmation.js";
-import { planToolChainTool, RUN_TOOL_CHAIN_DESCRIPTION, runToolChainTool, type PlanToolChainInput, type PlanToolChainResult, type RunToolChainInput } from "./definitions.js";
-import { toPlanResult, toRunResult } from "./results.js";
+import {
+  confirmationInterrupt,
+  parseResume,
+  type AgentRunResult,
+  type ResumeError,
+  type ToolChainResume,
+} from "./agent-confirmation.js";
+import {
+  planToolChainTool,
+  RUN_TOOL_CHAIN_DESCRIPTION,
+  runToolChainTool,
+  type PlanToolChainInput,
+  type PlanToolChainResult,
+  type RunToolChainInput,
+} from "./definitions.js";
+import { brief, toPlanResult, toRunResult } from "./results.js";
+import { versionChangeLines } from "../kernel/version-notice.js";
 import { DEFAULT_WORKSPACE } from "../kernel/workspace.js";
 
 export interface ToolChainToolsOptions {
@@ -71,7 +85,10 @@ const RUN_ID_NAMESPACE = Buffer.from("6f1d2c4e8a3b4f5d9e7c1a2b3c4d5e6f", "hex");
 
 /** A UUID (version 5 layout, SHA-1) for `name`: the same tool call always maps to the same run. */
 export function toolCallRunId(workspaceId: string, threadId: string, toolCallId: string): string {
-  const h = createHash("sha1").update(RUN_ID_NAMESPACE).update(JSON.stringify([workspaceId, threadId, toolCallId])).digest();
+  const h = createHash("sha1")
+    .update(RUN_ID_NAMESPACE)
+    .update(JSON.stringify([workspaceId, threadId, toolCallId]))
+    .digest();
   h[6] = (h[6]! & 0x0f) | 0x50;
   h[8] = (h[8]! & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString("hex");
@@ -90,7 +107,8 @@ function coded(e: unknown): ToolChainErrorResult | undefined {
   return { error: { code, message: (e as Error).message, ...(details !== undefined ? { details } : {}) } };
 }
 
-const isError = (r: unknown): r is ToolChainErrorResult => typeof r === "object" && r !== null && "error" in r && !("runId" in r);
+const isError = (r: unknown): r is ToolChainErrorResult =>
+  typeof r === "object" && r !== null && "error" in r && !("runId" in r);
 
 /** Read the rest of a drive's events so nothing buffers for nobody. */
 function drain(events: AsyncIterable<RunEvent>): void {
@@ -137,7 +155,8 @@ function how(r: AgentRunResult): string {
     `Nothing more runs until a person decides. Show the user each pending step (preview and arguments) and ask them; never decide for them. ` +
     `Their decision is recorded with POST /api/tool-chains/runs/${r.runId}/confirm and a body like {"stepId":"${s.stepId}","decision":"approve","round":${s.round}} ` +
     `(or "reject"), the MCP tool confirm_tool_chain_step, or runtime.confirm("${r.runId}", { stepId, decision, round }). ` +
-    `Inside a LangGraph graph with a checkpointer this tool asks through interrupt() instead.`
+    `Inside a LangGraph graph with a checkpointer this tool asks through interrupt() instead.` +
+    r.pending.flatMap((p) => versionChangeLines(p, (v) => brief(v)).map((l) => ` Step "${p.stepId}": ${l}`)).join("")
   );
 }
 
@@ -166,20 +185,27 @@ const RUN_DESCRIPTION =
   "arguments) and tell them how to confirm (see `how`); never approve on the user's behalf.";
 
 /** A duplicate insert of the run row: another call started this run first (a race on the same tool call). */
-const isDuplicateRun = (e: unknown) => (e as { code?: unknown })?.code === "23505" || /already exists/.test((e as Error)?.message ?? "");
+const isDuplicateRun = (e: unknown) =>
+  (e as { code?: unknown })?.code === "23505" || /already exists/.test((e as Error)?.message ?? "");
 
 export function createToolChainTools(o: ToolChainToolsOptions) {
   const { runtime } = o;
   const workspaceId = o.workspaceId ?? DEFAULT_WORKSPACE;
-  const allowSkill = typeof o.allowSkill === "function" ? o.allowSkill : o.allowSkill ? skillMatcher(o.allowSkill) : undefined;
+  const allowSkill =
+    typeof o.allowSkill === "function" ? o.allowSkill : o.allowSkill ? skillMatcher(o.allowSkill) : undefined;
   const scope: Pick<RunOptions, "workspaceId" | "allowSkill"> = { workspaceId, ...(allowSkill ? { allowSkill } : {}) };
   const acting: Acting = { by: o.actingFor ?? { kind: "agent", id: "langchain-tools" }, via: "agent" };
 
   const plan = tool(
-    async (args: PlanToolChainInput, config: ToolRunnableConfig): Promise<PlanToolChainResult | ToolChainErrorResult> => {
+    async (
+      args: PlanToolChainInput,
+      config: ToolRunnableConfig,
+    ): Promise<PlanToolChainResult | ToolChainErrorResult> => {
       try {
         // the same planner and allowlist as POST /api/tool-chains/plan; nothing runs
-        const out = await detached(() => runtime.plan(args.request, { context: args.context ?? {}, ...scope, signal: config?.signal }));
+        const out = await detached(() =>
+          runtime.plan(args.request, { context: args.context ?? {}, ...scope, signal: config?.signal }),
+        );
         return toPlanResult(out, runtime.registry);
       } catch (e) {
         const r = coded(e);
@@ -191,13 +217,25 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
   );
 
   /** The run this call started, or the one it started before a re-execution, when it settles. */
-  const startOrContinue = async (runId: string, args: RunToolChainInput, signal?: AbortSignal): Promise<AgentRunResult | ToolChainErrorResult> => {
+  const startOrContinue = async (
+    runId: string,
+    args: RunToolChainInput,
+    signal?: AbortSignal,
+  ): Promise<AgentRunResult | ToolChainErrorResult> => {
     try {
       const row = await runtime.store.getRow(runId);
-      if (row && row.workspaceId !== workspaceId) throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
+      if (row && row.workspaceId !== workspaceId)
+        throw new ToolchainError(ErrorCode.RUN_NOT_FOUND, `run ${runId} not found`);
       if (row || runtime.activeRuns().includes(runId)) return agentResult(await settled(runtime.attach(runId), signal));
       // a plan an agent wrote is clamped and budgeted, whatever it says (src/plan/admission.ts)
-      const opts: RunOptions = { ...scope, context: args.context ?? {}, memory: args.memory ?? {}, runId, author: AGENT_AUTHOR, requestedBy: acting };
+      const opts: RunOptions = {
+        ...scope,
+        context: args.context ?? {},
+        memory: args.memory ?? {},
+        runId,
+        author: AGENT_AUTHOR,
+        requestedBy: acting,
+      };
       let handle: RunHandle;
       if (args.plan !== undefined) {
         const compiled = await runtime.validateAsync(args.plan, opts); // a coded error before anything exists
@@ -226,7 +264,12 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
    * Record the decisions (each for the round its interrupt showed: a stale one is refused, never
    * applied to a later wait), then wait until the run is terminal or waits again.
    */
-  const apply = async (runId: string, resume: ToolChainResume, shown: AgentRunResult, signal?: AbortSignal): Promise<{ result: AgentRunResult; resumeError?: ResumeError }> => {
+  const apply = async (
+    runId: string,
+    resume: ToolChainResume,
+    shown: AgentRunResult,
+    signal?: AbortSignal,
+  ): Promise<{ result: AgentRunResult; resumeError?: ResumeError }> => {
     const refused: { stepId?: string; code: string; message: string }[] = [];
     let handle: RunHandle | undefined;
     if ("cancel" in resume) {
@@ -255,8 +298,11 @@ export function createToolChainTools(o: ToolChainToolsOptions) {
       const inGraph = Boolean(conf[CHECKPOINTER_KEY]);
       // steps that must not repeat on a re-execution are LangGraph tasks there (their results are checkpointed)
       const durably = <T>(name: string, fn: () => Promise<T>): Promise<T> =>
-        inGraph && typeof conf[CALL_KEY] === "function" ? (task({ name }, () => detached(fn))() as Promise<T>) : detached(fn);
-      const threadId = typeof conf.thread_id === "string" || typeof conf.thread_id === "number" ? String(conf.thread_id) : undefined;
+        inGraph && typeof conf[CALL_KEY] === "function"
+          ? (task({ name }, () => detached(fn))() as Promise<T>)
+          : detached(fn);
+      const threadId =
+        typeof conf.thread_id === "string" || typeof conf.thread_id === "number" ? String(conf.thread_id) : undefined;
       const toolCallId = config?.toolCall?.id;
       const runId = threadId && toolCallId ? toolCallRunId(workspaceId, threadId, toolCallId) : randomUUID();
       const signal = config?.signal;

@@ -2,8 +2,9 @@
  * Pure: a run view → the compact result the tools answer with (ToolChainRunResult) and a short
  * text summary a model or a person can read. Shared by every agent surface; no transport here.
  */
-import type { RunView } from "../runtime/view.js";
-import { ToolChainPlanSchema, type ToolChainPlanInput, type ToolChainStep } from "../plan/schema.js";
+import type { RunView } from "../kernel/run-view.js";
+import { versionChangeLines } from "../kernel/version-notice.js";
+import { ToolChainPlanSchema, type ToolChainPlanInput } from "../plan/schema.js";
 import { stepAsks } from "../plan/admission.js";
 import type { SkillRegistry } from "../skills/registry.js";
 import type { PlanningOutcome } from "../planner/index.js";
@@ -21,6 +22,7 @@ export function toRunResult(view: ViewLike): ToolChainRunResult {
     preview: p.preview ?? null,
     kind: p.kind ?? (p.inDoubt ? "in_doubt" : "confirmation"),
     round: p.round ?? 0,
+    ...(p.versionChanged ? { versionChanged: p.versionChanged } : {}),
   }));
   return {
     runId: view.runId,
@@ -36,7 +38,15 @@ export function toRunResult(view: ViewLike): ToolChainRunResult {
       ...(s.error ? { error: { code: s.error.code, message: s.error.message } } : {}),
     })),
     ...(view.result ? { outputs: view.result.outputs, memory: view.result.memory } : {}),
-    ...(view.error ? { error: { code: view.error.code, message: view.error.message, ...(view.error.details !== undefined ? { details: view.error.details } : {}) } } : {}),
+    ...(view.error
+      ? {
+          error: {
+            code: view.error.code,
+            message: view.error.message,
+            ...(view.error.details !== undefined ? { details: view.error.details } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -52,18 +62,25 @@ export function clip(text: string, max: number): string {
 }
 
 const PENDING_HINT: Record<NonNullable<PendingStep["kind"]>, string> = {
-  confirmation: 'approve to run it, reject to skip it',
+  confirmation: "approve to run it, reject to skip it",
   in_doubt: "its process died while it ran: approve retries it, mark_done records it as done, reject fails it",
   compensation: "its compensation failed: approve retries it, skip leaves it undone, reject stops the rollback",
 };
 
 export function runSummary(r: ToolChainRunResult): string {
   const lines = [`Run ${r.runId}: ${r.status}${r.goal ? ` (goal: ${clip(r.goal, 200)})` : ""}`];
-  lines.push(`Steps: ${r.steps.map((s) => `${s.stepId} ${s.status}${s.error ? ` (${s.error.code})` : ""}`).join(", ")}`);
+  lines.push(
+    `Steps: ${r.steps.map((s) => `${s.stepId} ${s.status}${s.error ? ` (${s.error.code})` : ""}`).join(", ")}`,
+  );
   if (r.pending.length) {
-    lines.push("Waiting for a decision (ask the user, then call confirm_tool_chain_step with runId, stepId and the decision):");
+    lines.push(
+      "Waiting for a decision (ask the user, then call confirm_tool_chain_step with runId, stepId and the decision):",
+    );
     for (const p of r.pending) {
-      lines.push(`- ${p.stepId} (${p.skillName}): ${PENDING_HINT[p.kind ?? "confirmation"]}. Preview: ${brief(p.preview)}. Arguments: ${brief(p.arguments)}`);
+      lines.push(
+        `- ${p.stepId} (${p.skillName}): ${PENDING_HINT[p.kind ?? "confirmation"]}. Preview: ${brief(p.preview)}. Arguments: ${brief(p.arguments)}`,
+      );
+      for (const l of versionChangeLines(p, (v) => brief(v))) lines.push(`  ${l}`);
     }
   }
   for (const s of r.steps) if (s.output !== undefined) lines.push(`Output of ${s.stepId}: ${brief(s.output)}`);
@@ -77,21 +94,36 @@ export function runSummary(r: ToolChainRunResult): string {
  * (src/kernel/confirmation.ts): a step whose fallback skill asks, or whose rule depends on
  * arguments only known at run time, is reported as asking.
  */
-export function toPlanResult(out: Pick<PlanningOutcome, "planner" | "warnings"> & { plan: ToolChainPlanInput }, registry: Pick<SkillRegistry, "get">): PlanToolChainResult {
+export function toPlanResult(
+  out: Pick<PlanningOutcome, "planner" | "warnings"> & { plan: ToolChainPlanInput },
+  registry: Pick<SkillRegistry, "get">,
+): PlanToolChainResult {
   const parsed = ToolChainPlanSchema.parse(out.plan);
   return {
     plan: parsed,
     planner: { ...out.planner },
     warnings: out.warnings.map((w) => ({ ...w })),
-    steps: parsed.steps.map((s) => ({ stepId: s.stepId, skillName: s.skillName, dependsOn: s.dependsOn, requiresConfirmation: stepAsks(registry, s) })),
+    steps: parsed.steps.map((s) => ({
+      stepId: s.stepId,
+      skillName: s.skillName,
+      dependsOn: s.dependsOn,
+      requiresConfirmation: stepAsks(registry, s),
+    })),
   };
 }
 
 export function planSummary(r: PlanToolChainResult): string {
-  const by = r.planner.kind === "llm" ? `written by ${r.planner.model ?? "the model"}` : `written by the fallback planner${r.planner.fallbackReason ? ` (${r.planner.fallbackReason})` : ""}`;
-  const lines = [`Plan${r.plan.goal ? ` for: ${clip(r.plan.goal, 200)}` : ""} (${r.steps.length} steps, ${by}; not run yet: pass it to run_tool_chain as \`plan\`):`];
+  const by =
+    r.planner.kind === "llm"
+      ? `written by ${r.planner.model ?? "the model"}`
+      : `written by the fallback planner${r.planner.fallbackReason ? ` (${r.planner.fallbackReason})` : ""}`;
+  const lines = [
+    `Plan${r.plan.goal ? ` for: ${clip(r.plan.goal, 200)}` : ""} (${r.steps.length} steps, ${by}; not run yet: pass it to run_tool_chain as \`plan\`):`,
+  ];
   for (const s of r.steps) {
-    lines.push(`- ${s.stepId}: ${s.skillName}${s.dependsOn.length ? ` after ${s.dependsOn.join(", ")}` : ""}${s.requiresConfirmation ? " (asks for confirmation)" : ""}`);
+    lines.push(
+      `- ${s.stepId}: ${s.skillName}${s.dependsOn.length ? ` after ${s.dependsOn.join(", ")}` : ""}${s.requiresConfirmation ? " (asks for confirmation)" : ""}`,
+    );
   }
   for (const w of r.warnings) lines.push(`Note${w.stepId ? ` on ${w.stepId}` : ""}: ${w.message}`);
   return lines.join("\n");

@@ -6,7 +6,7 @@ import { waitFor } from "./wait.js";
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { cachedAuthenticator } from "../../src/api/auth.js";
-import { createApp, type ApiApp, type AppOptions } from "../../src/api/app.js";
+import { createApp, serverTimeouts, type ApiApp, type AppOptions } from "../../src/server/app.js";
 import { openLive, type Live } from "../../src/live/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { Database } from "../../src/store/db.js";
@@ -31,11 +31,24 @@ export interface ApiUnderTest {
 export const TEST_REQUESTS_PER_MINUTE = 1_000_000;
 
 /** Serve `runtime` (its storage `db`, if any) on 127.0.0.1:<random>. */
-export async function serveApi(runtime: Runtime, db: Database | undefined, opts: Partial<AppOptions> & { access?: AccessStore; redisUrl?: string } = {}): Promise<ApiUnderTest> {
+export async function serveApi(
+  runtime: Runtime,
+  db: Database | undefined,
+  opts: Partial<AppOptions> & { access?: AccessStore; redisUrl?: string } = {},
+): Promise<ApiUnderTest> {
   const access = opts.access ?? (db ? new PgAccessStore(db) : new MemoryAccessStore());
   const live = opts.live ?? (await openLive({ store: runtime.store, db, redisUrl: opts.redisUrl, pollMs: 500 }));
-  const api = createApp({ runtime, auth: cachedAuthenticator(access, 0), live, ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined, onInternalError: (e) => console.error(e), ...opts, limits: { requestsPerMinute: TEST_REQUESTS_PER_MINUTE, streamsPerKey: 1_000, ...opts.limits } });
+  const api = createApp({
+    runtime,
+    auth: cachedAuthenticator(access, 0),
+    live,
+    ready: db ? async () => void (await db.pool.query("SELECT 1")) : undefined,
+    onInternalError: (e) => console.error(e),
+    ...opts,
+    limits: { requestsPerMinute: TEST_REQUESTS_PER_MINUTE, streamsPerKey: 1_000, ...opts.limits },
+  });
   const server = createServer(api.app);
+  serverTimeouts(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -54,7 +67,12 @@ export async function serveApi(runtime: Runtime, db: Database | undefined, opts:
   };
 }
 
-export async function newKey(access: AccessStore, workspace: string, skills?: string[], permissions?: KeyPermission[]): Promise<string> {
+export async function newKey(
+  access: AccessStore,
+  workspace: string,
+  skills?: string[],
+  permissions?: KeyPermission[],
+): Promise<string> {
   await access.ensureWorkspace(workspace, skills ? { allowedSkills: skills } : {});
   return (await access.createKey(workspace, permissions ? { permissions } : {})).key;
 }
@@ -66,7 +84,12 @@ export interface Reply<T = any> {
   text: string;
 }
 
-export async function call<T = any>(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Reply<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
   let body: string | undefined;
   if (o.raw !== undefined) body = o.raw;
@@ -95,10 +118,29 @@ export interface SseMessage {
  * An SSE client over fetch: yields parsed messages until the server ends the stream or `signal`
  * aborts. `onOpen` sees the response (status, headers) first.
  */
-export async function* sse(url: string, o: { key?: string; method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal; onOpen?: (r: Response) => void } = {}): AsyncGenerator<SseMessage> {
-  const headers: Record<string, string> = { accept: "text/event-stream", ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
+export async function* sse(
+  url: string,
+  o: {
+    key?: string;
+    method?: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+    signal?: AbortSignal;
+    onOpen?: (r: Response) => void;
+  } = {},
+): AsyncGenerator<SseMessage> {
+  const headers: Record<string, string> = {
+    accept: "text/event-stream",
+    ...(o.key ? { authorization: `Bearer ${o.key}` } : {}),
+    ...o.headers,
+  };
   if (o.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(url, { method: o.method ?? "GET", headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), signal: o.signal });
+  const res = await fetch(url, {
+    method: o.method ?? "GET",
+    headers,
+    body: o.body === undefined ? undefined : JSON.stringify(o.body),
+    signal: o.signal,
+  });
   o.onOpen?.(res);
   if (!res.body || !(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
     await res.text().catch(() => undefined);

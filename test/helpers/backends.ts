@@ -64,7 +64,13 @@ export const postgresBackend: Backend = {
     const o = await openRuntime({ ...opts, databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 6 });
     // process b shares the database's limits too (openRuntime wires them for a)
     const limitsB = new PgLimits(o.db, { owner: "process-b" });
-    const b = new Runtime({ ...opts, checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }), store: new PgRunStore(o.db), owner: "process-b", limits: limitsB });
+    const b = new Runtime({
+      ...opts,
+      checkpointer: new PostgresSaver(o.db.pool, undefined, { schema }),
+      store: new PgRunStore(o.db),
+      owner: "process-b",
+      limits: limitsB,
+    });
     return {
       db: o.db,
       a: o.runtime,

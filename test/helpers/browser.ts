@@ -20,7 +20,16 @@ export const BROWSER_SKIP: string | undefined =
     ? undefined
     : `these tests need Chromium at ${CHROMIUM} (apt-get update && apt-get install -y chromium, or set CHROMIUM_PATH); skipped because it is missing and CI is not set`;
 
-export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 export interface Browser {
   context: BrowserContext;
@@ -41,9 +50,15 @@ const RECORD_CSP = `
 `;
 
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get update && apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: apt-get update && apt-get install -y chromium (or set CHROMIUM_PATH)`);
   const dir = await mkdtemp(join(tmpdir(), "console-chromium-"));
-  const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1280, height: 900 } });
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1280, height: 900 },
+  });
   await context.addInitScript(RECORD_CSP);
   // the machine is shared and loaded: waits end on conditions, these are only upper bounds
   context.setDefaultTimeout(60_000);
@@ -55,7 +70,8 @@ export async function launchBrowser(): Promise<Browser> {
       const p = await context.newPage();
       if (viewport) await p.setViewportSize(viewport);
       p.on("console", (m) => {
-        if (m.type() === "error" && !(expected && expected.test(m.text()))) problems.push(`console error on ${p.url()}: ${m.text()}`);
+        if (m.type() === "error" && !(expected && expected.test(m.text())))
+          problems.push(`console error on ${p.url()}: ${m.text()}`);
       });
       p.on("pageerror", (e) => problems.push(`page error on ${p.url()}: ${e.message}`));
       return p;

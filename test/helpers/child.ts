@@ -29,13 +29,19 @@ export function sharedStorage(): ChildEnv {
   return { env, schema };
 }
 
-export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<string, string> = {}, script = "test/fixtures/crash-child.ts"): Child {
+export function spawnChild(
+  storage: ChildEnv,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+  script = "test/fixtures/crash-child.ts",
+): Child {
   const proc = spawn(process.execPath, [...nodeArgs(script), ...args], {
     env: { ...process.env, ...(serverUrl ? {} : { DATABASE_URL: "" }), ...storage.env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
-  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
+    [];
   let buf = "";
   let err = "";
   proc.stdout!.on("data", (d: Buffer) => {
@@ -51,10 +57,11 @@ export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<s
         continue;
       }
       lines.push(l);
-      for (const w of [...waiters]) if (w.pred(l)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(l);
-      }
+      for (const w of [...waiters])
+        if (w.pred(l)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(l);
+        }
     }
   });
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -68,15 +75,38 @@ export function spawnChild(storage: ChildEnv, args: string[], extraEnv: Record<s
       const hit = lines.find(pred);
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`timeout waiting for a line; got ${JSON.stringify(lines).slice(-1500)} stderr: ${err.slice(-1500)}`)), timeoutMs);
+        const t = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `timeout waiting for a line; got ${JSON.stringify(lines).slice(-1500)} stderr: ${err.slice(-1500)}`,
+              ),
+            ),
+          timeoutMs,
+        );
         waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
-        void exited.then(() => setTimeout(() => reject(new Error(`process exited before the line; got ${JSON.stringify(lines).slice(-1500)} stderr: ${err.slice(-2000)}`)), 50));
+        void exited.then(() =>
+          setTimeout(
+            () =>
+              reject(
+                new Error(
+                  `process exited before the line; got ${JSON.stringify(lines).slice(-1500)} stderr: ${err.slice(-2000)}`,
+                ),
+              ),
+            50,
+          ),
+        );
       });
     },
   };
 }
 
-export async function runToEnd(storage: ChildEnv, args: string[], timeoutMs = 60_000, script?: string): Promise<Record<string, unknown>[]> {
+export async function runToEnd(
+  storage: ChildEnv,
+  args: string[],
+  timeoutMs = 60_000,
+  script?: string,
+): Promise<Record<string, unknown>[]> {
   const c = spawnChild(storage, args, {}, script);
   const t = setTimeout(() => c.proc.kill("SIGKILL"), timeoutMs);
   await c.exited;

@@ -51,7 +51,11 @@ function deadable<T extends object>(target: T, isDead: () => boolean): T {
   });
 }
 
-export async function openCrashableWorld(kind: "memory" | "postgres", opts: Opts = {}, slots = 2): Promise<CrashableWorld> {
+export async function openCrashableWorld(
+  kind: "memory" | "postgres",
+  opts: Opts = {},
+  slots = 2,
+): Promise<CrashableWorld> {
   let serial = 0;
   const closers: (() => Promise<void>)[] = [];
   let make: (owner: string, isDead: () => boolean) => Runtime;
@@ -61,7 +65,14 @@ export async function openCrashableWorld(kind: "memory" | "postgres", opts: Opts
     const store = new MemoryRunStore();
     const limits = new MemoryLimits();
     name = "memory";
-    make = (owner, isDead) => new Runtime({ ...opts, owner, checkpointer: deadable<BaseCheckpointSaver>(checkpointer, isDead), store: deadable<RunStore>(store, isDead), limits });
+    make = (owner, isDead) =>
+      new Runtime({
+        ...opts,
+        owner,
+        checkpointer: deadable<BaseCheckpointSaver>(checkpointer, isDead),
+        store: deadable<RunStore>(store, isDead),
+        limits,
+      });
   } else {
     const schema = freshSchema("m");
     // migrations and the checkpointer the product uses; its own runtime stays idle
@@ -75,12 +86,22 @@ export async function openCrashableWorld(kind: "memory" | "postgres", opts: Opts
     make = (owner, isDead) => {
       const limits = new PgLimits(db, { owner });
       closers.unshift(() => limits.close());
-      return new Runtime({ ...opts, owner, checkpointer: deadable<BaseCheckpointSaver>(saver, isDead), store: deadable<RunStore>(new PgRunStore(db), isDead), limits });
+      return new Runtime({
+        ...opts,
+        owner,
+        checkpointer: deadable<BaseCheckpointSaver>(saver, isDead),
+        store: deadable<RunStore>(new PgRunStore(db), isDead),
+        limits,
+      });
     };
   }
   const procs: CrashableProcess[] = [];
   const spawn = (i: number) => {
-    const p: CrashableProcess = { owner: `proc-${i}-${serial++}`, dead: false, runtime: undefined as unknown as Runtime };
+    const p: CrashableProcess = {
+      owner: `proc-${i}-${serial++}`,
+      dead: false,
+      runtime: undefined as unknown as Runtime,
+    };
     p.runtime = make(p.owner, () => p.dead);
     procs[i] = p;
   };

@@ -25,13 +25,25 @@ export const PLANS: Record<Kind, unknown> = {
     steps: [
       { stepId: "p", skillName: "m.write", arguments: { label: "p" }, requireConfirmation: true },
       { stepId: "q", skillName: "m.write", arguments: { label: "q" }, requireConfirmation: true },
-      { stepId: "r", skillName: "m.write", dependsOn: ["p"], arguments: { label: "r", failFirst: true }, retry: fixed1 },
+      {
+        stepId: "r",
+        skillName: "m.write",
+        dependsOn: ["p"],
+        arguments: { label: "r", failFirst: true },
+        retry: fixed1,
+      },
     ],
   },
   fallback: {
     steps: [
       { stepId: "w", skillName: "m.write", arguments: { label: "w" } },
-      { stepId: "f", skillName: "core.fail", dependsOn: ["w"], retry: { maxAttempts: 1 }, fallback: { skillName: "m.asks", arguments: { label: "fb" } } },
+      {
+        stepId: "f",
+        skillName: "core.fail",
+        dependsOn: ["w"],
+        retry: { maxAttempts: 1 },
+        fallback: { skillName: "m.asks", arguments: { label: "fb" } },
+      },
     ],
   },
   strict: {
@@ -46,7 +58,12 @@ export const PLANS: Record<Kind, unknown> = {
   doubt: { steps: [{ stepId: "s", skillName: "m.write", arguments: { label: "s", hang: true } }] },
 };
 
-export const STEPS: Record<Kind, string[]> = { approvals: ["p", "q", "r"], fallback: ["w", "f"], strict: ["w1", "bad", "boom"], doubt: ["s"] };
+export const STEPS: Record<Kind, string[]> = {
+  approvals: ["p", "q", "r"],
+  fallback: ["w", "f"],
+  strict: ["w1", "bad", "boom"],
+  doubt: ["s"],
+};
 
 export interface Wait {
   stepId: string;
@@ -100,22 +117,44 @@ export function expected(m: RunModel): Expected {
     case "approvals": {
       const p = d.p === "approve" ? 1 : 0;
       const effects = { p, q: d.q === "approve" ? 1 : 0, r: p };
-      const status = m.cancelled ? "cancelled" : open ? "waiting_confirmation" : d.p === "reject" || d.q === "reject" ? "failed" : "completed";
+      const status = m.cancelled
+        ? "cancelled"
+        : open
+          ? "waiting_confirmation"
+          : d.p === "reject" || d.q === "reject"
+            ? "failed"
+            : "completed";
       return { status, effects, compensations: m.cancelled ? { ...effects } : { p: 0, q: 0, r: 0 } };
     }
     case "fallback": {
       const effects = { w: 1, f: d.f === "approve" ? 1 : 0 };
-      const status = m.cancelled ? "cancelled" : open ? "waiting_confirmation" : d.f === "approve" ? "completed" : "failed";
+      const status = m.cancelled
+        ? "cancelled"
+        : open
+          ? "waiting_confirmation"
+          : d.f === "approve"
+            ? "completed"
+            : "failed";
       return { status, effects, compensations: { w: m.cancelled ? 1 : 0, f: 0 } };
     }
     case "strict": {
       // a cancel of a run waiting on its rollback stops the rollback, like reject
       const stop = m.cancelled || d.bad === "reject";
       const status = open ? "rollback_failed" : d.bad === "approve" ? "rolled_back" : "rollback_failed";
-      return { status, effects: { w1: 1, bad: 1, boom: 0 }, compensations: { w1: !open && !stop ? 1 : 0, bad: d.bad === "approve" ? 1 : 0, boom: 0 } };
+      return {
+        status,
+        effects: { w1: 1, bad: 1, boom: 0 },
+        compensations: { w1: !open && !stop ? 1 : 0, bad: d.bad === "approve" ? 1 : 0, boom: 0 },
+      };
     }
     case "doubt": {
-      const status = m.cancelled ? "cancelled" : open ? "waiting_confirmation" : d.s === "reject" ? "failed" : "completed";
+      const status = m.cancelled
+        ? "cancelled"
+        : open
+          ? "waiting_confirmation"
+          : d.s === "reject"
+            ? "failed"
+            : "completed";
       return { status, effects: { s: d.s === "approve" ? 2 : 1 }, compensations: { s: 0 } };
     }
   }

@@ -33,7 +33,10 @@ export function hostileSkill(calls: { n: number } = { n: 0 }): Skill {
     idempotent: true,
     async execute(a) {
       calls.n++;
-      if (a.failWith !== undefined) throw new ToolchainError(ErrorCode.INVALID_INPUT, `${a.failWith}\u0000text`, { details: { echo: a.failWith, bad: "\u0000" } });
+      if (a.failWith !== undefined)
+        throw new ToolchainError(ErrorCode.INVALID_INPUT, `${a.failWith}\u0000text`, {
+          details: { echo: a.failWith, bad: "\u0000" },
+        });
       return a.kind ? HOSTILE_OUTPUTS[a.kind]!() : a.value;
     },
   });

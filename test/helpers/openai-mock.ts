@@ -56,7 +56,9 @@ export async function startMockOpenAi(): Promise<MockOpenAi> {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
-        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "not found", type: "invalid_request_error" } }));
+        res
+          .writeHead(404, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { message: "not found", type: "invalid_request_error" } }));
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
@@ -66,23 +68,40 @@ export async function startMockOpenAi(): Promise<MockOpenAi> {
       last = next;
       const model = String(body.model ?? "mock");
       if (!next) {
-        res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "no scripted answer", type: "server_error" } }));
+        res
+          .writeHead(500, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { message: "no scripted answer", type: "server_error" } }));
       } else if ("hang" in next) {
         hanging.add(res);
         res.on("close", () => hanging.delete(res));
       } else if ("status" in next) {
-        res.writeHead(next.status, { "content-type": "application/json", ...next.headers }).end(JSON.stringify({ error: { message: next.message ?? "upstream failure", type: "server_error", code: null } }));
+        res.writeHead(next.status, { "content-type": "application/json", ...next.headers }).end(
+          JSON.stringify({
+            error: { message: next.message ?? "upstream failure", type: "server_error", code: null },
+          }),
+        );
       } else if ("refusal" in next) {
         const message = { role: "assistant", content: null, refusal: next.refusal };
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(completion(model, message, "stop")));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify(completion(model, message, "stop")));
       } else if ("toolCall" in next) {
         const fn = next.name ?? body.tools?.[0]?.function?.name ?? "extract";
         const args = typeof next.toolCall === "string" ? next.toolCall : JSON.stringify(next.toolCall);
-        const message = { role: "assistant", content: null, tool_calls: [{ id: "call_mock1", type: "function", function: { name: fn, arguments: args } }], refusal: null };
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(completion(model, message, next.finish ?? "tool_calls")));
+        const message = {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_mock1", type: "function", function: { name: fn, arguments: args } }],
+          refusal: null,
+        };
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify(completion(model, message, next.finish ?? "tool_calls")));
       } else {
         const content = typeof next.content === "string" ? next.content : JSON.stringify(next.content);
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(completion(model, { role: "assistant", content, refusal: null }, next.finish ?? "stop")));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify(completion(model, { role: "assistant", content, refusal: null }, next.finish ?? "stop")));
       }
     });
   });

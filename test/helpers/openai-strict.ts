@@ -18,7 +18,29 @@
  *   more than 250 values at most 15,000 characters.
  */
 
-const KEYWORDS = new Set(["type", "description", "title", "enum", "const", "anyOf", "properties", "required", "additionalProperties", "items", "$ref", "$defs", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "minItems", "maxItems"]);
+const KEYWORDS = new Set([
+  "type",
+  "description",
+  "title",
+  "enum",
+  "const",
+  "anyOf",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "$ref",
+  "$defs",
+  "pattern",
+  "format",
+  "multipleOf",
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "minItems",
+  "maxItems",
+]);
 const TYPES = new Set(["string", "number", "boolean", "integer", "object", "array", "null"]);
 const FORMATS = new Set(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"]);
 
@@ -40,14 +62,16 @@ export function strictViolations(root: unknown): string[] {
     for (const k of Object.keys(s)) if (!KEYWORDS.has(k)) out.push(`${at}: keyword "${k}" is not supported`);
     const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
     for (const t of types) if (!TYPES.has(t)) out.push(`${at}: type ${JSON.stringify(t)} is not supported`);
-    if (s.type === undefined && !s.anyOf && !s.$ref && s.enum === undefined && s.const === undefined) out.push(`${at}: no type`);
+    if (s.type === undefined && !s.anyOf && !s.$ref && s.enum === undefined && s.const === undefined)
+      out.push(`${at}: no type`);
     if (s.format !== undefined && !FORMATS.has(s.format)) out.push(`${at}: format "${s.format}" is not supported`);
     if (Array.isArray(s.enum)) {
       enumValues += s.enum.length;
       const strings = s.enum.filter((e: unknown) => typeof e === "string") as string[];
       const len = strings.reduce((n, e) => n + e.length, 0);
       chars += len;
-      if (strings.length > 250 && len > 15_000) out.push(`${at}: a string enum of more than 250 values exceeds 15,000 characters`);
+      if (strings.length > 250 && len > 15_000)
+        out.push(`${at}: a string enum of more than 250 values exceeds 15,000 characters`);
     }
     if (typeof s.const === "string") chars += s.const.length;
     if (Array.isArray(s.anyOf)) s.anyOf.forEach((x: unknown, i: number) => walk(x, `${at}.anyOf.${i}`, objectDepth));

@@ -13,6 +13,7 @@ export const BUNDLED_ENTRIES = [
   "src/cli/main.ts",
   "examples/agent.ts",
   "test/fixtures/crash-child.ts",
+  "test/fixtures/cli-versioned.ts",
   "test/fixtures/fault-child.ts",
   "test/fixtures/qtable-child.ts",
   "test/fixtures/migrate-child.ts",

@@ -43,14 +43,17 @@ export function startPrivatePostgres(port: number): PrivatePostgres {
     chownSync(dir, uid, gid);
   }
   const run = (cmd: string, args: string[]) =>
-    asRoot ? execFileSync("runuser", ["-u", "postgres", "--", path.join(bin, cmd), ...args], { stdio: "pipe" }) : execFileSync(path.join(bin, cmd), args, { stdio: "pipe" });
+    asRoot
+      ? execFileSync("runuser", ["-u", "postgres", "--", path.join(bin, cmd), ...args], { stdio: "pipe" })
+      : execFileSync(path.join(bin, cmd), args, { stdio: "pipe" });
   const data = path.join(dir, "data");
   run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
   run("pg_ctl", ["-D", data, "-o", opts, "-w", "-l", path.join(dir, "log"), "start"]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    restart: () => void run("pg_ctl", ["-D", data, "-o", opts, "-w", "-m", "fast", "-l", path.join(dir, "log"), "restart"]),
+    restart: () =>
+      void run("pg_ctl", ["-D", data, "-o", opts, "-w", "-m", "fast", "-l", path.join(dir, "log"), "restart"]),
     stop: () => {
       try {
         run("pg_ctl", ["-D", data, "-w", "-m", "immediate", "stop"]);

@@ -33,6 +33,8 @@ export class FaultyTableStore implements TableStore {
   sendMessage: TableStore["sendMessage"] = (...a) => this.inner.sendMessage(...a);
   findMessage: TableStore["findMessage"] = (...a) => this.inner.findMessage(...a);
   listMessages: TableStore["listMessages"] = (...a) => this.inner.listMessages(...a);
+  getCalendar: TableStore["getCalendar"] = (...a) => this.inner.getCalendar(...a);
+  setCalendar: TableStore["setCalendar"] = (...a) => this.inner.setCalendar(...a);
   createRecords: TableStore["createRecords"] = async (...a) => {
     await this.faults.beforeWrite?.();
     const r = await this.inner.createRecords(...a);
@@ -62,7 +64,11 @@ export const qtableBackends: { name: string; open(extra?: Skill[]): Promise<QTab
     async open(extra = []) {
       const store = new FaultyTableStore();
       store.inner = new MemoryTableStore();
-      return { runtime: createRuntime({ skills: [...qtableSkills({ store }), ...extra] }), store, close: async () => undefined };
+      return {
+        runtime: createRuntime({ skills: [...qtableSkills({ store }), ...extra] }),
+        store,
+        close: async () => undefined,
+      };
     },
   },
   {
@@ -70,7 +76,14 @@ export const qtableBackends: { name: string; open(extra?: Skill[]): Promise<QTab
     async open(extra = []) {
       const store = new FaultyTableStore();
       const schema = freshSchema("qtc");
-      const o = await openRuntime({ databaseUrl: serverUrl, dataDir: ":memory:", schema, poolSize: 4, qtable: false, skills: [...qtableSkills({ store }), ...extra] });
+      const o = await openRuntime({
+        databaseUrl: serverUrl,
+        dataDir: ":memory:",
+        schema,
+        poolSize: 4,
+        qtable: false,
+        skills: [...qtableSkills({ store }), ...extra],
+      });
       await migrateQTable(o.db);
       store.inner = new PgTableStore(o.db);
       return {

@@ -1,7 +1,10 @@
 /** Reading a run handle to its end: every event it produced and the final view. */
 import type { RunEvent, RunView } from "../../src/index.js";
 
-export async function settle(h: { events: AsyncIterable<RunEvent>; result: Promise<RunView> }): Promise<{ events: RunEvent[]; view: RunView }> {
+export async function settle(h: {
+  events: AsyncIterable<RunEvent>;
+  result: Promise<RunView>;
+}): Promise<{ events: RunEvent[]; view: RunView }> {
   const events: RunEvent[] = [];
   for await (const e of h.events) events.push(e);
   return { events, view: await h.result };

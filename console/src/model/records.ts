@@ -11,7 +11,8 @@ export interface RecordTable {
   rows: Record<string, unknown>[];
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** An array with at least one element, all of them plain objects. */
 export function isRecordList(v: unknown): v is Record<string, unknown>[] {

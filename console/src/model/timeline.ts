@@ -44,10 +44,11 @@ export function buildTimeline(stepIds: readonly string[], events: readonly Ev[])
     return l;
   };
   const close = (l: Lane, at: number, outcome: string, kind?: SegmentKind) => {
-    for (const s of l.segments) if (s.end === null && (kind === undefined || s.kind === kind)) {
-      s.end = Math.max(at, s.start);
-      s.outcome ??= outcome;
-    }
+    for (const s of l.segments)
+      if (s.end === null && (kind === undefined || s.kind === kind)) {
+        s.end = Math.max(at, s.start);
+        s.outcome ??= outcome;
+      }
   };
   let start: number | null = null;
   let end: number | null = null;
@@ -66,7 +67,12 @@ export function buildTimeline(stepIds: readonly string[], events: readonly Ev[])
       case "step_started":
         close(l, at, "retried", "backoff");
         close(l, at, "approved", "waiting");
-        l.segments.push({ kind: "attempt", start: at, end: null, attempt: typeof d.attempt === "number" ? d.attempt : undefined });
+        l.segments.push({
+          kind: "attempt",
+          start: at,
+          end: null,
+          attempt: typeof d.attempt === "number" ? d.attempt : undefined,
+        });
         break;
       case "step_retrying":
         close(l, at, "retried", "attempt");
@@ -79,7 +85,16 @@ export function buildTimeline(stepIds: readonly string[], events: readonly Ev[])
         break;
       case "step_confirmed": {
         const decision = typeof d.decision === "string" ? d.decision : "decided";
-        const outcome = decision === "approve" ? "approved" : decision === "reject" ? "rejected" : decision === "mark_done" ? "marked done" : decision === "skip" ? "skipped" : decision;
+        const outcome =
+          decision === "approve"
+            ? "approved"
+            : decision === "reject"
+              ? "rejected"
+              : decision === "mark_done"
+                ? "marked done"
+                : decision === "skip"
+                  ? "skipped"
+                  : decision;
         if (d.kind === "compensation") {
           close(l, at, outcome, "decision");
           rollbackCursor = at;
@@ -121,5 +136,29 @@ export function ticks(span: number, target = 6): number[] {
   const step = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw) ?? 10 * pow;
   const out: number[] = [];
   for (let t = 0; t <= span + 1e-9; t += step) out.push(t);
+  return out;
+}
+
+/**
+ * How long a step worked: its attempts and the back-offs between them, not the time it waited
+ * for a person (or for a rollback decision). Open segments count up to `now`.
+ */
+export function activeMs(lane: Lane | undefined, now: number): number | null {
+  if (!lane) return null;
+  const work = lane.segments.filter((s) => s.kind === "attempt" || s.kind === "backoff");
+  if (!work.length) return null;
+  return work.reduce((sum, s) => sum + Math.max(0, (s.end ?? now) - s.start), 0);
+}
+
+/** When each step began its current wait for a person (the last wait event per step), ms since the epoch. */
+export function waitingSince(events: readonly Pick<RunEvent, "seq" | "type" | "stepId" | "at">[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of [...events].sort((a, b) => a.seq - b.seq)) {
+    if (!e.stepId) continue;
+    if (e.type === "step_waiting_confirmation" || e.type === "rollback_waiting_decision") {
+      const at = Date.parse(e.at);
+      if (!Number.isNaN(at)) out.set(e.stepId, at);
+    } else if (e.type === "step_confirmed" || e.type === "step_started") out.delete(e.stepId);
+  }
   return out;
 }

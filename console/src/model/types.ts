@@ -12,4 +12,8 @@ export type {
   WireRunView as RunView,
   WireRunEvent as RunEvent,
   WireSkill as SkillInfo,
+  WirePreview as PreviewResult,
+  WireMe as Me,
+  WireInboxItem as InboxItem,
+  WireApprovalState as ApprovalState,
 } from "../../../src/api/schemas.js";

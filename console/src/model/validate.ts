@@ -11,7 +11,11 @@ export interface Validation {
   problems: string[];
 }
 
-export function validateJson(text: string, schema: unknown, opts: { object?: boolean; optional?: boolean } = {}): Validation {
+export function validateJson(
+  text: string,
+  schema: unknown,
+  opts: { object?: boolean; optional?: boolean } = {},
+): Validation {
   if (opts.optional && text.trim() === "") return { ok: true, value: undefined, problems: [] };
   let value: unknown;
   try {
@@ -19,14 +23,24 @@ export function validateJson(text: string, schema: unknown, opts: { object?: boo
   } catch (e) {
     return { ok: false, problems: [`not valid JSON: ${(e as Error).message}`] };
   }
-  if (opts.object && (typeof value !== "object" || value === null || Array.isArray(value))) return { ok: false, problems: ["must be a JSON object"] };
+  if (opts.object && (typeof value !== "object" || value === null || Array.isArray(value)))
+    return { ok: false, problems: ["must be a JSON object"] };
   if (schema === undefined || schema === null) return { ok: true, value, problems: [] };
   const { $schema: _drop, ...rest } = schema as Record<string, unknown>;
   const r = new Validator(rest as never, "2020-12", false).validate(value);
   if (r.valid) return { ok: true, value, problems: [] };
   // the leaf errors say what is wrong; the others repeat "property X does not match"
-  const leaves = r.errors.filter((e: OutputUnit) => !["properties", "items", "allOf", "anyOf", "$ref", "additionalProperties"].includes(e.keyword) || r.errors.length === 1);
-  const msgs = [...new Set((leaves.length ? leaves : r.errors).map((e: OutputUnit) => `${e.instanceLocation.replace(/^#/, "") || "/"}: ${e.error}`))];
+  const leaves = r.errors.filter(
+    (e: OutputUnit) =>
+      !["properties", "items", "allOf", "anyOf", "$ref", "additionalProperties"].includes(e.keyword) ||
+      r.errors.length === 1,
+  );
+  const msgs = [
+    ...new Set(
+      (leaves.length ? leaves : r.errors).map(
+        (e: OutputUnit) => `${e.instanceLocation.replace(/^#/, "") || "/"}: ${e.error}`,
+      ),
+    ),
+  ];
   return { ok: false, problems: msgs.slice(0, 12) };
 }
-

@@ -14,18 +14,27 @@ const PAGE = 25;
 
 const FILTERS: { value: string; label: string; statuses: string[] }[] = [
   { value: "", label: "All", statuses: [] },
-  { value: "active", label: "Active (queued, running, waiting)", statuses: ["queued", "planning", "running", "waiting_confirmation"] },
+  {
+    value: "active",
+    label: "Active (queued, running, waiting)",
+    statuses: ["queued", "planning", "running", "waiting_confirmation"],
+  },
   ...Object.values(RunStatus).map((s) => ({ value: s, label: s.replace(/_/g, " "), statuses: [s] })),
 ];
 
 export interface ProgressCache {
   get(ctx: Ctx, r: Pick<RunSummary, "runId" | "updatedAt">): Promise<RunView | undefined>;
+  /** Fetch this run's view again next time (a decision changed what the caller may decide). */
+  forget(runId: string): void;
 }
 
 /** Run views by runId, fetched again only when the run's updatedAt changed. */
 export function progressCache(): ProgressCache {
   const views = new Map<string, { updatedAt: string; view: Promise<RunView | undefined> }>();
   return {
+    forget(runId) {
+      views.delete(runId);
+    },
     get(ctx, r) {
       const hit = views.get(r.runId);
       if (hit && hit.updatedAt === r.updatedAt) return hit.view;
@@ -42,7 +51,15 @@ function progressText(v: RunView | undefined, total: number): string {
   const c = (s: string) => v.steps.filter((x) => x.status === s).length;
   const done = c("completed");
   const parts = [`${done}/${v.steps.length} done`];
-  for (const s of ["running", "waiting_confirmation", "failed", "rolled_back", "rollback_failed", "skipped", "cancelled"]) {
+  for (const s of [
+    "running",
+    "waiting_confirmation",
+    "failed",
+    "rolled_back",
+    "rollback_failed",
+    "skipped",
+    "cancelled",
+  ]) {
     const n = c(s);
     if (n) parts.push(`${n} ${s.replace(/_/g, " ")}`);
   }
@@ -54,7 +71,11 @@ export const runsView: View = (el, ctx) => {
   let filter = FILTERS.find((f) => f.value === params.get("status")) ?? FILTERS[0]!;
   const cache = progressCache();
   const selectId = uid("status-filter");
-  const select = h("select", { id: selectId, "data-testid": "status-filter" }, FILTERS.map((f) => h("option", { value: f.value, ...(f === filter ? { selected: true } : {}) }, f.label)));
+  const select = h(
+    "select",
+    { id: selectId, "data-testid": "status-filter" },
+    FILTERS.map((f) => h("option", { value: f.value, ...(f === filter ? { selected: true } : {}) }, f.label)),
+  );
   const body = h("tbody");
   const more = h("button", { type: "button", class: "btn", hidden: true }, "Load more");
   const info = h("p", { class: "muted", "aria-live": "polite" });
@@ -65,23 +86,51 @@ export const runsView: View = (el, ctx) => {
   let pages = 1;
 
   const row = (r: RunSummary) => {
-    const progress = h("td", { class: "progress" }, `${r.stepCount} ${r.stepCount === 1 ? "step" : "steps"}`);
+    const progress = h(
+      "td",
+      { class: "progress", "data-label": "Steps" },
+      `${r.stepCount} ${r.stepCount === 1 ? "step" : "steps"}`,
+    );
     if (!TERMINAL_RUN.has(r.status) || r.status === "rollback_failed" || r.stepCount <= 200) {
       void cache.get(ctx, r).then((v) => progress.replaceChildren(progressText(v, r.stepCount)));
     }
     const created = Date.parse(r.createdAt);
-    return h("tr", { "data-run": r.runId, "data-status": r.status },
-      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.runId)}` }, r.goal || r.planId || r.runId), r.goal || r.planId ? h("div", { class: "muted small mono" }, r.runId) : null),
-      h("td", {}, badge(r.status)),
+    return h(
+      "tr",
+      { "data-run": r.runId, "data-status": r.status },
+      h(
+        "td",
+        { "data-label": "Run" },
+        h("a", { href: `#/runs/${encodeURIComponent(r.runId)}` }, r.goal || r.planId || r.runId),
+        r.goal || r.planId ? h("div", { class: "muted small mono" }, r.runId) : null,
+      ),
+      h("td", { "data-label": "Status" }, badge(r.status)),
       progress,
-      h("td", { title: new Date(created).toLocaleString() }, h("time", { datetime: r.createdAt }, `${age(Date.now() - created)} ago`)),
-      h("td", { title: new Date(Date.parse(r.updatedAt)).toLocaleString() }, `${age(Date.now() - Date.parse(r.updatedAt))} ago`),
+      h(
+        "td",
+        { title: new Date(created).toLocaleString(), "data-label": "Created" },
+        h("time", { datetime: r.createdAt }, `${age(Date.now() - created)} ago`),
+      ),
+      h(
+        "td",
+        { title: new Date(Date.parse(r.updatedAt)).toLocaleString(), "data-label": "Updated" },
+        `${age(Date.now() - Date.parse(r.updatedAt))} ago`,
+      ),
     );
   };
   const render = () => {
     // keep keyboard focus on the same run across refreshes
     const focused = (document.activeElement as HTMLElement | null)?.closest?.("tr[data-run]")?.getAttribute("data-run");
-    replace(body, runs.length ? runs.map(row) : h("tr", {}, h("td", { colspan: 5, class: "muted" }, filter.value ? "No runs with this status." : "No runs yet.")));
+    replace(
+      body,
+      runs.length
+        ? runs.map(row)
+        : h(
+            "tr",
+            {},
+            h("td", { colspan: 5, class: "muted" }, filter.value ? "No runs with this status." : "No runs yet."),
+          ),
+    );
     more.hidden = !cursor;
     if (focused) body.querySelector<HTMLAnchorElement>(`tr[data-run="${CSS.escape(focused)}"] a`)?.focus();
   };
@@ -98,7 +147,11 @@ export const runsView: View = (el, ctx) => {
       const all: RunSummary[] = [];
       let c: string | null = null;
       for (let i = 0; i < pages; i++) {
-        const r: { runs: RunSummary[]; nextCursor: string | null } = await ctx.api.listRuns({ status: filter.statuses, limit: PAGE, cursor: c });
+        const r: { runs: RunSummary[]; nextCursor: string | null } = await ctx.api.listRuns({
+          status: filter.statuses,
+          limit: PAGE,
+          cursor: c,
+        });
         all.push(...r.runs);
         c = r.nextCursor;
         if (!c) break;
@@ -124,13 +177,33 @@ export const runsView: View = (el, ctx) => {
     void load();
   });
 
-  replace(el,
-    h("section", { class: "page" },
-      h("div", { class: "page-head" }, h("h1", {}, "Runs"), h("div", { class: "field inline" }, h("label", { for: selectId }, "Status"), select)),
-      h("div", { class: "table-wrap" },
-        h("table", { class: "runs", "data-testid": "runs-table" },
+  replace(
+    el,
+    h(
+      "section",
+      { class: "page" },
+      h(
+        "div",
+        { class: "page-head" },
+        h("h1", {}, "Runs"),
+        h("div", { class: "field inline" }, h("label", { for: selectId }, "Status"), select),
+      ),
+      h(
+        "div",
+        { class: "table-wrap cards" },
+        h(
+          "table",
+          { class: "runs", "data-testid": "runs-table" },
           h("caption", { class: "sr-only" }, "Runs of this workspace, newest first"),
-          h("thead", {}, h("tr", {}, ["Run", "Status", "Steps", "Created", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["Run", "Status", "Steps", "Created", "Updated"].map((c) => h("th", { scope: "col" }, c)),
+            ),
+          ),
           body,
         ),
       ),

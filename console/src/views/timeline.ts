@@ -8,7 +8,13 @@ const LABEL_W = 150;
 const ROW_H = 24;
 const AXIS_H = 22;
 
-const KIND_TEXT: Record<string, string> = { attempt: "attempt", backoff: "back-off before retry", waiting: "waiting for a decision", compensation: "compensation", decision: "compensation failed, waiting for an operator" };
+const KIND_TEXT: Record<string, string> = {
+  attempt: "attempt",
+  backoff: "back-off before retry",
+  waiting: "waiting for a decision",
+  compensation: "compensation",
+  decision: "compensation failed, waiting for an operator",
+};
 
 export function timelineView(t: Timeline, now: number, width: number): HTMLElement {
   if (t.start === null) return h("p", { class: "muted" }, "No events yet.");
@@ -21,7 +27,9 @@ export function timelineView(t: Timeline, now: number, width: number): HTMLEleme
   const height = AXIS_H + lanes.length * ROW_H + 4;
 
   const axis = ticks(span).map((off) =>
-    svg("g", { class: "tl-tick" },
+    svg(
+      "g",
+      { class: "tl-tick" },
       svg("line", { x1: x(t.start! + off), x2: x(t.start! + off), y1: AXIS_H - 4, y2: height }),
       svg("text", { x: x(t.start! + off), y: AXIS_H - 8, "text-anchor": "middle" }, duration(off)),
     ),
@@ -33,23 +41,59 @@ export function timelineView(t: Timeline, now: number, width: number): HTMLEleme
       const x1 = x(s.end ?? end);
       const what = `${KIND_TEXT[s.kind] ?? s.kind}${s.attempt ? ` ${s.attempt}` : ""}`;
       const label = `${l.stepId}: ${what}, ${duration((s.end ?? end) - s.start)}${s.end === null ? " so far" : ""}${s.outcome ? `, ${s.outcome.replace(/_/g, " ")}` : ""}`;
-      return svg("rect", {
-        class: `tl-bar tl-${s.kind}${s.outcome ? ` tl-out-${s.outcome.replace(/[^a-z_]/g, "_")}` : ""}${s.end === null ? " tl-open" : ""}`,
-        x: x0.toFixed(1), y: y + 5, width: Math.max(2, x1 - x0).toFixed(1), height: ROW_H - 10, rx: 2,
-        "data-step": l.stepId, "data-kind": s.kind, "data-outcome": s.outcome ?? "",
-      }, svg("title", {}, label));
+      return svg(
+        "rect",
+        {
+          class: `tl-bar tl-${s.kind}${s.outcome ? ` tl-out-${s.outcome.replace(/[^a-z_]/g, "_")}` : ""}${s.end === null ? " tl-open" : ""}`,
+          x: x0.toFixed(1),
+          y: y + 5,
+          width: Math.max(2, x1 - x0).toFixed(1),
+          height: ROW_H - 10,
+          rx: 2,
+          "data-step": l.stepId,
+          "data-kind": s.kind,
+          "data-outcome": s.outcome ?? "",
+        },
+        svg("title", {}, label),
+      );
     });
-    return svg("g", { class: "tl-row" },
+    return svg(
+      "g",
+      { class: "tl-row" },
       svg("rect", { class: i % 2 ? "tl-stripe odd" : "tl-stripe", x: 0, y, width: LABEL_W + chartW, height: ROW_H }),
-      svg("text", { x: 6, y: y + ROW_H / 2 + 4, class: "tl-label" }, l.stepId.length > 20 ? `${l.stepId.slice(0, 19)}…` : l.stepId),
+      svg(
+        "text",
+        { x: 6, y: y + ROW_H / 2 + 4, class: "tl-label" },
+        l.stepId.length > 20 ? `${l.stepId.slice(0, 19)}…` : l.stepId,
+      ),
       bars,
     );
   });
-  const note = t.lanes.length > lanes.length ? h("p", { class: "muted" }, `First ${lanes.length} of ${t.lanes.length} steps.`) : null;
-  return h("div", { class: "tl-wrap" },
-    svg("svg", { class: "timeline", width: LABEL_W + chartW + 32, height, role: "img", "aria-label": `Timeline of ${t.lanes.length} steps over ${duration(span)}` }, axis, rows),
-    h("ul", { class: "legend", "aria-label": "Timeline legend" },
-      ["attempt", "backoff", "waiting", "compensation", "decision"].map((k) => h("li", {}, h("span", { class: `swatch tl-${k}` }), KIND_TEXT[k] ?? k)),
+  const note =
+    t.lanes.length > lanes.length
+      ? h("p", { class: "muted" }, `First ${lanes.length} of ${t.lanes.length} steps.`)
+      : null;
+  return h(
+    "div",
+    { class: "tl-wrap", tabindex: 0, role: "region", "aria-label": "Timeline (scrolls)" },
+    svg(
+      "svg",
+      {
+        class: "timeline",
+        width: LABEL_W + chartW + 32,
+        height,
+        role: "img",
+        "aria-label": `Timeline of ${t.lanes.length} steps over ${duration(span)}`,
+      },
+      axis,
+      rows,
+    ),
+    h(
+      "ul",
+      { class: "legend", "aria-label": "Timeline legend" },
+      ["attempt", "backoff", "waiting", "compensation", "decision"].map((k) =>
+        h("li", {}, h("span", { class: `swatch tl-${k}` }), KIND_TEXT[k] ?? k),
+      ),
       h("li", {}, h("span", { class: "swatch tl-out-failed" }), "failed attempt"),
     ),
     note,

@@ -7,11 +7,43 @@ const MAX_ROWS = 200;
 
 export function recordTable(t: RecordTable, caption: string): HTMLElement {
   const shown = t.rows.slice(0, MAX_ROWS);
-  return h("div", { class: "table-wrap" },
-    h("table", { class: "records" },
-      h("caption", {}, caption, t.rows.length > MAX_ROWS ? ` (first ${MAX_ROWS} of ${t.rows.length})` : ` (${t.rows.length} ${t.rows.length === 1 ? "row" : "rows"})`),
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "#"), t.columns.map((c) => h("th", { scope: "col" }, c)))),
-      h("tbody", {}, shown.map((r, i) => h("tr", {}, h("td", { class: "num" }, i + 1), t.columns.map((c) => h("td", {}, cellText(r[c])))))),
+  // a region that may scroll sideways: focusable, so the keyboard can scroll it
+  return h(
+    "div",
+    { class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption },
+    h(
+      "table",
+      { class: "records" },
+      h(
+        "caption",
+        {},
+        caption,
+        t.rows.length > MAX_ROWS
+          ? ` (first ${MAX_ROWS} of ${t.rows.length})`
+          : ` (${t.rows.length} ${t.rows.length === 1 ? "row" : "rows"})`,
+      ),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col" }, "#"),
+          t.columns.map((c) => h("th", { scope: "col" }, c)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        shown.map((r, i) =>
+          h(
+            "tr",
+            {},
+            h("td", { class: "num" }, i + 1),
+            t.columns.map((c) => h("td", {}, cellText(r[c]))),
+          ),
+        ),
+      ),
     ),
   );
 }

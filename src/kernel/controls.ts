@@ -3,7 +3,7 @@
  * the decision inbox that lets a confirmation reach a scheduler that is still busy on other
  * branches (no interrupt raised yet).
  *
- * Everything here lives exactly as long as one drive (src/runtime/driver.ts opens it and closes
+ * Everything here lives exactly as long as one drive (the driver in src/runtime opens it and closes
  * it). Cancels and decisions are durable requests in the run store; these are only the fast path
  * to a drive that is executing here, so a process that is not executing a run keeps nothing for
  * it: no stale abort can turn a later, unrelated drive of that run into a cancellation, and
@@ -11,7 +11,8 @@
  * Decisions taken from the inbox are recorded durably by the scheduler (a pinned task), so the
  * inbox may be lossy: a decision that was never consumed is still applied on resume.
  */
-import type { Decision } from "../kernel/decision.js";
+import type { Context } from "@opentelemetry/api";
+import type { Decision } from "./decision.js";
 
 export interface DecisionInbox {
   /** Offer a decision to the drive of this run in this process; returns false if there is none. */
@@ -26,6 +27,10 @@ interface Live {
   cancel: AbortController;
   listener?: (stepId: string, d: Decision) => void;
   parked: Map<string, Decision>;
+  /** The drive's span context (tracing on): what the run's nodes and skills trace under. */
+  trace?: Context;
+  /** Resolves once the events with these keys are in the run's event log (the driver's). */
+  stored?: (keys: string[]) => Promise<void>;
 }
 
 /** Never aborted: the signal of a graph invoked without a drive (LangGraph server, Studio). */
@@ -37,6 +42,28 @@ export class RunControls implements DecisionInbox {
   /** A drive of `runId` starts in this process (the driver calls it; one drive per run and process). */
   open(runId: string): void {
     this.live.set(runId, { cancel: new AbortController(), parked: new Map() });
+  }
+  /** The drive's trace context, once its span started (src/telemetry/run-spans.ts). */
+  setTraceContext(runId: string, ctx: Context | undefined): void {
+    const l = this.live.get(runId);
+    if (l) l.trace = ctx;
+  }
+  /** The trace context of the drive of `runId` here; undefined: none (tracing off, a bare graph: the active context holds). */
+  traceContext(runId: string): Context | undefined {
+    return this.live.get(runId)?.trace;
+  }
+  /** How the drive tells when events are stored (src/runtime/driver.ts). */
+  setEventLog(runId: string, stored: (keys: string[]) => Promise<void>): void {
+    const l = this.live.get(runId);
+    if (l) l.stored = stored;
+  }
+  /**
+   * Resolves once the events with these keys are stored by the drive of `runId` here (at once
+   * without one: a bare graph has no event log). graphs/emit.ts: a node's events before its writes.
+   */
+  eventsStored(runId: string, keys: string[]): Promise<void> {
+    const stored = this.live.get(runId)?.stored;
+    return stored && keys.length ? stored(keys) : Promise.resolve();
   }
   /** The drive ended: forget everything about the run here. */
   close(runId: string): void {

@@ -1,28 +1,31 @@
 /**
- * The HTTP API: `createApp({ runtime, auth })` → an Express 5 app with thin routes over the
- * Runtime. Routes live one concern per file (runs, skills, ops); errors map to HTTP in errors.ts.
+ * The HTTP surfaces of one server, side by side: the REST API (src/api: thin routes over the
+ * RunService, one concern per file), the MCP endpoint (src/mcp) and the console, sharing one
+ * RunService, one key check and rate limit, one set of stream slots and one metrics registry.
+ * `createApp({ runtime, auth })` → an Express 5 app.
  *
  *   const { app, close } = createApp({ runtime, auth: cachedAuthenticator(accessStore) });
  *   const server = app.listen(8080);
  */
+import { incomingTraceContext } from "../telemetry/http.js";
 import express, { type Express, type RequestHandler } from "express";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
 import { localLive, type Live } from "../live/index.js";
 import { LocalViewCache, noViewCache } from "../live/view-cache.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { perIpRateLimit, perKeyRateLimit, requireKey, type Authenticator } from "./auth.js";
-import { describeInternalError, errorHandler, notFound, type InternalErrorInfo } from "./errors.js";
-import { StreamSlots } from "./stream-slots.js";
-import { createMetrics, type ApiMetrics } from "./metrics.js";
-import { opsRouter } from "./ops.js";
+import { perIpRateLimit, perKeyRateLimit, requireKey, type Authenticator } from "../api/auth.js";
+import { describeInternalError, errorHandler, notFound, type InternalErrorInfo } from "../api/errors.js";
+import { StreamSlots } from "../api/stream-slots.js";
+import { createMetrics, type ApiMetrics } from "../api/metrics.js";
+import { opsRouter } from "../api/ops.js";
 import { RunService, type Execution } from "../service/run-service.js";
-import { runsRouter } from "./runs.js";
-import { consoleRouter } from "./console.js";
-import { securityHeaders } from "./security.js";
-import { skillsRouter } from "./skills.js";
-import { tablesRouter } from "./tables.js";
+import { runsRouter } from "../api/runs.js";
+import { consoleRouter } from "../api/console.js";
+import { securityHeaders } from "../api/security.js";
+import { skillsRouter } from "../api/skills.js";
+import { tablesRouter } from "../api/tables.js";
 import type { TableStore } from "../../skills/qtable/store.js";
-import type { SseOptions, SseStream } from "./sse.js";
+import type { SseOptions, SseStream } from "../api/sse.js";
 import { mcpHttp, principalFromExtra } from "../mcp/http.js";
 import { createToolchainMcpServer } from "../mcp/server.js";
 
@@ -104,9 +107,14 @@ const noStore: RequestHandler = (_req, res, next) => {
 
 /** A request body must be JSON (or absent). */
 const jsonOnly: RequestHandler = (req, _res, next) => {
-  const hasBody = req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0");
+  const hasBody =
+    req.headers["transfer-encoding"] !== undefined ||
+    (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0");
   if (hasBody && !req.is(["application/json", "application/*+json"])) {
-    throw new ToolchainError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, `request body must be application/json, got ${req.get("content-type") ?? "no content type"}`);
+    throw new ToolchainError(
+      ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+      `request body must be application/json, got ${req.get("content-type") ?? "no content type"}`,
+    );
   }
   next();
 };
@@ -118,13 +126,22 @@ export function createApp(opts: AppOptions): ApiApp {
   const streams = new Set<SseStream>();
   const slots = new StreamSlots(opts.limits?.streamsPerKey ?? 20);
   // MCP GET streams count with the event streams (slots and metrics); `mcp` is set below
-  const metrics = opts.metrics === false ? undefined : createMetrics(runtime.store, { openStreams: () => streams.size + (mcp ? mcp.openStreams() : 0) });
+  const metrics =
+    opts.metrics === false
+      ? undefined
+      : createMetrics(runtime.store, { openStreams: () => streams.size + (mcp ? mcp.openStreams() : 0) });
   const limits = opts.limits ?? {};
   const service = new RunService({
     runtime,
     feeds: live.feeds,
     // without Redis, views of unfinished runs are cached in process, tagged with the run's version
-    cache: live.cache !== noViewCache || limits.liveViewBytes === 0 ? live.cache : new LocalViewCache((id) => runtime.viewVersion(id), { maxBytes: limits.liveViewBytes, maxBytesPerWorkspace: limits.liveViewBytesPerWorkspace }),
+    cache:
+      live.cache !== noViewCache || limits.liveViewBytes === 0
+        ? live.cache
+        : new LocalViewCache((id) => runtime.viewVersion(id), {
+            maxBytes: limits.liveViewBytes,
+            maxBytesPerWorkspace: limits.liveViewBytesPerWorkspace,
+          }),
     execution: opts.execution ?? "inline",
     maxWaitMs: limits.maxWaitMs ?? 300_000,
     finishedViews: { maxBytes: limits.finishedViewBytes, maxBytesPerWorkspace: limits.finishedViewBytesPerWorkspace },
@@ -137,18 +154,31 @@ export function createApp(opts: AppOptions): ApiApp {
   // the body parser (its body is never read), so a flood of bogus keys costs as little as it can
   app.use(["/api", "/mcp"], perIpRateLimit(limits.requestsPerMinutePerIp ?? 1_200));
   app.use(securityHeaders());
+  // the caller's W3C trace context is the active context while its request is handled (tracing on)
+  app.use(incomingTraceContext);
   if (metrics) {
     app.use((req, res, next) => {
       const end = metrics.httpDuration.startTimer();
       res.on("finish", () => {
         if (String(res.getHeader("content-type") ?? "").startsWith("text/event-stream")) return;
-        end({ method: req.method, route: (req.route?.path as string | undefined) ?? "unmatched", status: String(res.statusCode) });
+        end({
+          method: req.method,
+          route: (req.route?.path as string | undefined) ?? "unmatched",
+          status: String(res.statusCode),
+        });
       });
       next();
     });
   }
   if (opts.console !== false) app.use(consoleRouter());
-  app.use(opsRouter({ ready: opts.ready ?? (async () => undefined), metrics, metricsToken: opts.metricsToken, log: opts.log }));
+  app.use(
+    opsRouter({
+      ready: opts.ready ?? (async () => undefined),
+      metrics,
+      metricsToken: opts.metricsToken,
+      log: opts.log,
+    }),
+  );
   // one budget per key across /api and /mcp (unauthenticated floods were limited per address first)
   const keyed = [
     noStore,
@@ -158,13 +188,19 @@ export function createApp(opts: AppOptions): ApiApp {
     express.json({ limit: limits.bodyBytes ?? 1_048_576, type: ["application/json", "application/*+json"] }),
   ];
   app.use("/api", ...keyed);
-  app.use(runsRouter({ service, feeds: live.feeds, sse: opts.sse ?? {}, streams, slots }));
+  app.use(runsRouter({ service, feeds: live.feeds, decisions: live.decisions, sse: opts.sse ?? {}, streams, slots }));
   app.use(skillsRouter(runtime));
   const mcpOpts = opts.mcp === false ? undefined : (opts.mcp ?? {});
   const mcp =
     mcpOpts &&
     mcpHttp({
-      createServer: () => createToolchainMcpServer({ service, feeds: live.feeds, principal: principalFromExtra, elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs }),
+      createServer: () =>
+        createToolchainMcpServer({
+          service,
+          feeds: live.feeds,
+          principal: principalFromExtra,
+          elicitationTimeoutMs: mcpOpts.elicitationTimeoutMs,
+        }),
       sessionIdleMs: mcpOpts.sessionIdleMs,
       maxSessions: mcpOpts.maxSessions,
       maxSessionsPerKey: mcpOpts.maxSessionsPerKey,
@@ -191,4 +227,14 @@ export function createApp(opts: AppOptions): ApiApp {
       if (ownsLive) await live.close();
     },
   };
+}
+
+/**
+ * HTTP server timeouts for the app: idle keep-alive connections are kept longer than clients keep
+ * them (undici: 4 s, load balancers: 60 s), so a client never reuses a socket the server is closing
+ * at that moment (the request would fail with ECONNRESET, seen under load with Node's 5 s default).
+ */
+export function serverTimeouts(server: import("node:http").Server): void {
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
 }

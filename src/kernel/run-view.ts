@@ -1,12 +1,12 @@
 /** The run view: one shape for the library, the API and the CLI, derived from graph state. */
-import type { PlanningRecord, RunState, StepRecord } from "../../graphs/state.js";
-import { pendingConfirmations } from "../../graphs/approval-node.js";
-import type { PendingConfirmation } from "../kernel/pending.js";
-import type { Decision } from "../kernel/decision.js";
-import type { StepError } from "../kernel/errors.js";
+import type { PlanningRecord, RedriveRecord, RunState, StepRecord } from "./run-state.js";
+import type { SkillVersion, VersionGap } from "./skill-version.js";
+import { pendingConfirmations, type PendingConfirmation } from "./pending.js";
+import type { Decision } from "./decision.js";
+import type { StepError } from "./errors.js";
 import type { Admission, Requester } from "../plan/admission.js";
-import type { WaitingFor } from "../kernel/limits.js";
-import type { RollbackStatus, RunStatus, StepStatus } from "../kernel/status.js";
+import type { WaitingFor } from "./limits.js";
+import type { RollbackStatus, RunStatus, StepStatus } from "./status.js";
 import { exportPlanGraph, type PlanGraph } from "../plan/graph-export.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 
@@ -41,7 +41,14 @@ export interface DecisionView {
 
 export function decisionView(d: Decision | undefined): DecisionView | null {
   if (!d) return null;
-  return { decision: d.decision, by: d.by ?? null, via: d.via ?? null, at: d.at ?? null, comment: d.comment ?? null, ...(d.approvals?.length ? { approvals: d.approvals } : {}) };
+  return {
+    decision: d.decision,
+    by: d.by ?? null,
+    via: d.via ?? null,
+    at: d.at ?? null,
+    comment: d.comment ?? null,
+    ...(d.approvals?.length ? { approvals: d.approvals } : {}),
+  };
 }
 
 export interface RunView {
@@ -61,6 +68,12 @@ export interface RunView {
   admission: Admission | null;
   /** Who started the run, through which surface (null: a run recorded before principals existed). */
   requestedBy: Requester | null;
+  /** Set while no process at hand has a compatible version of a skill the run is pinned to (it waits for one). */
+  waitingFor: { skillVersion: VersionGap } | null;
+  /** The version of each skill the run was planned against (name → declared version and schema hash). */
+  skillVersions: Record<string, SkillVersion> | null;
+  /** Each redrive of the run, in order: who, through which surface, which steps ran again, what arguments changed. */
+  redrives: RedriveRecord[];
   createdAt: string;
   updatedAt: string;
 }
@@ -69,7 +82,17 @@ const OUTPUT_KEPT = new Set<StepStatus>(["completed", "rolled_back", "rollback_f
 
 export function buildRunView(state: RunState): RunView {
   // a run started from a request has no plan until the planner node wrote it
-  const s = state.plan ? state : { ...state, plan: { goal: state.request, steps: [], onFailure: "skip_dependents", rollbackMode: "best_effort" } as unknown as RunState["plan"] };
+  const s = state.plan
+    ? state
+    : {
+        ...state,
+        plan: {
+          goal: state.request,
+          steps: [],
+          onFailure: "skip_dependents",
+          rollbackMode: "best_effort",
+        } as unknown as RunState["plan"],
+      };
   const rec = (id: string): StepRecord => s.steps[id] ?? { status: "pending", attempts: 0 };
   const steps: StepView[] = s.plan.steps.map((p) => {
     const r = rec(p.stepId);
@@ -108,6 +131,9 @@ export function buildRunView(state: RunState): RunView {
     planning: s.planning ?? null,
     admission: s.admission ?? null,
     requestedBy: s.admission?.requestedBy ?? null,
+    redrives: s.redrives ?? [],
+    waitingFor: null,
+    skillVersions: s.skillVersions ?? null,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

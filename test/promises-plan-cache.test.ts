@@ -1,0 +1,73 @@
+/**
+ * README promise (Configuration and Security and limits): the compiled-plan cache is bounded,
+ * 64 MiB by default (`TOOLCHAIN_PLAN_CACHE_BYTES`), in estimated bytes (4 × the plan's JSON);
+ * the least recently used plan is dropped and recompiled when its run needs it again.
+ */
+import { afterEach, describe, expect, test } from "vitest";
+import { compiledPlanCache, DEFAULT_COMPILED_PLAN_BYTES } from "../graphs/env.js";
+import { createRuntime } from "../src/index.js";
+import { postgresBackend } from "./helpers/backends.js";
+import { approvalSkill, EffectLedger } from "./helpers/skills.js";
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+const waitingPlan = (title: string) => ({
+  steps: [
+    { stepId: "a", skillName: "core.pass", arguments: { value: title } },
+    { stepId: "p", skillName: "test.publish", dependsOn: ["a"], arguments: { title } },
+  ],
+});
+
+describe("compiled-plan cache", () => {
+  test("64 MiB by default; TOOLCHAIN_PLAN_CACHE_BYTES sets it for a runtime opened from the environment", async () => {
+    expect(DEFAULT_COMPILED_PLAN_BYTES).toBe(64 * 1024 * 1024);
+    expect(createRuntime().env.compiledPlans.maxSize).toBe(DEFAULT_COMPILED_PLAN_BYTES);
+    const before = process.env.TOOLCHAIN_PLAN_CACHE_BYTES;
+    process.env.TOOLCHAIN_PLAN_CACHE_BYTES = "123456";
+    try {
+      const o = await postgresBackend.open();
+      closers.push(o.close);
+      expect(o.runtime.env.compiledPlans.maxSize).toBe(123_456);
+    } finally {
+      if (before === undefined) delete process.env.TOOLCHAIN_PLAN_CACHE_BYTES;
+      else process.env.TOOLCHAIN_PLAN_CACHE_BYTES = before;
+    }
+  }, 120_000);
+
+  test("holds at most its bound in estimated bytes; an evicted run's plan is recompiled when it resumes", async () => {
+    const ledger = new EffectLedger();
+    // what one such plan is estimated at (its compiled form, defaults filled in)
+    const probe = createRuntime({ skills: [approvalSkill(ledger)] });
+    await probe.run(waitingPlan("tx")).result;
+    const planBytes = probe.env.compiledPlans.calculatedSize;
+    // room for two of these plans, not three
+    const rt = createRuntime({
+      skills: [approvalSkill(ledger)],
+      env: { compiledPlans: compiledPlanCache(planBytes * 2 + planBytes / 2) },
+    });
+    const cache = rt.env.compiledPlans;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const v = await rt.run(waitingPlan(`t${i}`)).result;
+      expect(v.status).toBe("waiting_confirmation");
+      ids.push(v.runId);
+      expect(cache.calculatedSize).toBeLessThanOrEqual(cache.maxSize);
+    }
+    // the two most recent are kept, the older ones were dropped
+    expect([...cache.keys()].sort()).toEqual(ids.slice(3).sort());
+    // the oldest run resumes: its plan is compiled again, and the run finishes as if nothing happened
+    const done = await (await rt.confirm(ids[0]!, { stepId: "p", decision: "approve" })).result;
+    expect(done.status).toBe("completed");
+    expect(ledger.effects.get(`${ids[0]}:p`)).toBe(1);
+    expect(cache.has(ids[0]!)).toBe(true);
+    expect(cache.calculatedSize).toBeLessThanOrEqual(cache.maxSize);
+    // a plan larger than the whole cache is not kept, and still runs
+    const tiny = createRuntime({ skills: [approvalSkill(ledger)], env: { compiledPlans: compiledPlanCache(10) } });
+    const v = await tiny.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] }).result;
+    expect(v.status).toBe("completed");
+    expect(tiny.env.compiledPlans.size).toBe(0);
+  });
+});

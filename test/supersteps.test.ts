@@ -1,0 +1,132 @@
+/**
+ * How many supersteps a run takes (each one a checkpoint plus its node's writes, the dominant
+ * cost of a short run): counted from the run's checkpoints, so the count is deterministic and
+ * cannot silently grow back. A run given its plan skips the planner, and the node whose superstep
+ * ends the run writes its final status and terminal event (graphs/finish.ts), so a one-step run is
+ * one superstep, like a one-node LangGraph graph. Round trips per run are the bench's
+ * (bench/durable.ts, counted by src/store/commit-points.ts `countStatements`, tested here too).
+ */
+import { MemorySaver } from "@langchain/langgraph";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Planner, type PlanningOutcome } from "../src/planner/index.js";
+import { Runtime } from "../src/runtime/runtime.js";
+import { openDatabase, type Database } from "../src/store/db.js";
+import { countStatements } from "../src/store/commit-points.js";
+import { coreSkills } from "../skills/core/index.js";
+import { SkillRegistry } from "../src/skills/registry.js";
+import { EffectLedger, effectSkill } from "./helpers/skills.js";
+
+/** Supersteps of a thread's nodes: LangGraph checkpoints the input (step -1), START (0), then each superstep. */
+async function supersteps(saver: MemorySaver, runId: string): Promise<number> {
+  let step = -1;
+  for await (const c of saver.list({ configurable: { thread_id: runId } }))
+    step = Math.max(step, c.metadata?.step ?? -1);
+  return step;
+}
+
+/** Plans every request as one core.pass step, without a model; "fail" fails planning. */
+class OneStepPlanner extends Planner {
+  constructor() {
+    super({ registry: new SkillRegistry(coreSkills), config: {} });
+  }
+  override async plan(input: { request: string }): Promise<PlanningOutcome> {
+    if (input.request === "fail") throw new Error("no plan for that");
+    return {
+      plan: {
+        steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: { value: 1 } }],
+        onFailure: "skip_dependents",
+        rollbackMode: "best_effort",
+      } as never,
+      planner: { kind: "fallback" } as never,
+      warnings: [],
+      repairRounds: 0,
+      durationMs: 1,
+    };
+  }
+}
+
+describe("supersteps per run", () => {
+  const saver = new MemorySaver();
+  const ledger = new EffectLedger();
+  const rt = new Runtime({
+    checkpointer: saver,
+    planner: new OneStepPlanner(),
+    skills: [effectSkill(ledger, { idempotent: true })],
+  });
+  const terminal = async (runId: string) =>
+    (await rt.events(runId)).filter((e) => e.type === "run_completed" || e.type === "run_failed");
+
+  test("a one-step run given its plan is one superstep, with every lifecycle event once", async () => {
+    const v = await rt.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] }).result;
+    expect(v.status).toBe("completed");
+    expect(await supersteps(saver, v.runId)).toBe(1);
+    expect((await rt.events(v.runId)).map((e) => e.type)).toEqual([
+      "planning_started",
+      "planning_completed",
+      "step_started",
+      "step_completed",
+      "run_completed",
+    ]);
+  });
+
+  test("a chain given its plan is one superstep however long; a request adds the planner's", async () => {
+    const steps = Array.from({ length: 20 }, (_, i) => ({
+      stepId: `s${i}`,
+      skillName: "core.pass",
+      dependsOn: i ? [`s${i - 1}`] : [],
+      arguments: { value: i },
+    }));
+    const chain = await rt.run({ steps }).result;
+    expect(chain.status).toBe("completed");
+    expect(await supersteps(saver, chain.runId)).toBe(1);
+    const planned = await rt.runRequest("pass one along").result;
+    expect(planned.status).toBe("completed");
+    expect(await supersteps(saver, planned.runId)).toBe(2); // planner, scheduler
+    expect(await terminal(planned.runId)).toHaveLength(1);
+  });
+
+  test("a run whose planning fails or that halts ends in the superstep that ends it, with one terminal event", async () => {
+    const unplanned = await rt.runRequest("fail").result;
+    expect(unplanned.status).toBe("failed");
+    expect(await supersteps(saver, unplanned.runId)).toBe(1); // planner
+    expect((await terminal(unplanned.runId)).map((e) => e.data.status)).toEqual(["failed"]);
+    // fail_fast: b fails, a is undone in the compensation node's superstep, which ends the run
+    const halted = await rt.run({
+      onFailure: "fail_fast",
+      steps: [
+        { stepId: "a", skillName: "test.effect", arguments: { label: "a" } },
+        { stepId: "b", skillName: "core.fail", dependsOn: ["a"], arguments: {} },
+      ],
+    }).result;
+    expect(halted.status).toBe("rolled_back");
+    expect(ledger.log).toEqual(["effect:a", "undo:a"]);
+    expect(await supersteps(saver, halted.runId)).toBe(2); // scheduler, compensation
+    expect((await terminal(halted.runId)).map((e) => e.data.status)).toEqual(["rolled_back"]);
+  });
+});
+
+describe("round trips per run (the bench's count)", () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await openDatabase({ url: process.env.DATABASE_URL || undefined });
+  }, 60_000);
+  afterAll(async () => db?.close());
+
+  test("countStatements counts every statement on the pool, refused ones too, and checkpoint inserts apart", async () => {
+    const count = countStatements(db.pool);
+    await db.pool.query("SELECT 1");
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("CREATE TEMP TABLE checkpoints (id int)");
+      await client.query("INSERT INTO checkpoints (id) VALUES (1)");
+      await expect(client.query("SELECT no_such_column FROM checkpoints")).rejects.toThrow();
+      await client.query("ROLLBACK");
+    } finally {
+      client.release();
+    }
+    count.stop();
+    await db.pool.query("SELECT 2");
+    expect(count).toMatchObject({ roundTrips: 6, checkpointPuts: 1 });
+  });
+});
