@@ -35,9 +35,11 @@ export class LiveProjection {
       s.waitingFor = this.waitingFor.get(s.stepId) ?? null;
     }
     view.pendingConfirmations = [...this.pending.values()];
-    // an active run: the status its events moved to (planning, waiting, ...), else running
+    // an active run: the status its stored events moved to (planning, waiting, ...); before the
+    // first of them is stored, what the checkpoint or the run record says (a run planning right
+    // now read as running while its `planning_started` waited for the checkpoint writes)
     const live = this.runStatus;
-    if (!TERMINAL_RUN.has(view.status)) view.status = live && !TERMINAL_RUN.has(live) ? live : "running";
+    if (!TERMINAL_RUN.has(view.status) && live && !TERMINAL_RUN.has(live)) view.status = live;
     return view;
   }
 
