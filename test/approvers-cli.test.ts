@@ -14,11 +14,15 @@ import { afterAll, describe, expect, test } from "vitest";
 import { configFromEnv, startServer } from "../src/server/serve.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 import { call } from "./helpers/api.js";
+import { nodeArgs, seedDataDir } from "./helpers/prebuilt.js";
 
 const schema = serverUrl ? freshSchema("who") : "toolchain";
 const storage: Record<string, string> = serverUrl
   ? { DATABASE_URL: serverUrl, TOOLCHAIN_SCHEMA: schema }
-  : { DATABASE_URL: "", TOOLCHAIN_DATA_DIR: path.join(mkdtempSync(path.join(tmpdir(), "tc-who-")), "pglite") };
+  : {
+      DATABASE_URL: "",
+      TOOLCHAIN_DATA_DIR: seedDataDir(path.join(mkdtempSync(path.join(tmpdir(), "tc-who-")), "pglite")),
+    };
 afterAll(async () => {
   if (!serverUrl) return;
   const pool = new pg.Pool({ connectionString: serverUrl, max: 1 });
@@ -27,7 +31,8 @@ afterAll(async () => {
 });
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ["src/cli/bin.js", ...args], {
+  // the CLI's prebuilt bundle (test/setup/global.ts), as the other CLI tests start it
+  const proc = spawn(process.execPath, [...nodeArgs("src/cli/main.ts"), ...args], {
     env: { ...process.env, REDIS_URL: "", TOOLCHAIN_URL: "", TOOLCHAIN_API_KEY: "", NO_COLOR: "1", ...storage },
     stdio: ["ignore", "pipe", "pipe"],
   });

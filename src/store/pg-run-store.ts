@@ -115,7 +115,8 @@ export class PgRunStore implements RunStore {
   }
 
   async createRun(r: NewRun): Promise<void> {
-    // one statement (atomic): the run row and its step rows
+    // one statement (atomic): the run row and its step rows. It ends in a SELECT of the run row so
+    // its row count is 1 also for a request's run, which has no step rows yet (a commit point)
     const steps = r.plan.steps.map((st) => ({
       step_id: st.stepId,
       skill_name: st.skillName,
@@ -125,9 +126,11 @@ export class PgRunStore implements RunStore {
       `WITH r AS (
          INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission, trace_context) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9, $10)
          RETURNING run_id)
-       INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
-       SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
-       ON CONFLICT DO NOTHING`,
+       , s AS (
+         INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
+         SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
+         ON CONFLICT DO NOTHING)
+       SELECT run_id FROM r`,
       [
         r.runId,
         r.workspaceId,

@@ -149,6 +149,9 @@ export function check(shape: Shape, runId: string, r: Report, ctx: KillContext, 
   if (JSON.stringify(confirmed) !== JSON.stringify(recorded))
     bad.push(`decisions recorded ${recorded.join(",")} but applied ${confirmed.join(",")}${where}`);
 
+  for (const step of shape.asked ?? [])
+    if (!r.decisions.some((d) => d.stepId === step)) bad.push(`step ${step} ran without a decision${where}`);
+
   // per-step status as in the clean run; attempts: at most one more per kill
   for (const s of r.steps) {
     const c = clean?.steps.find((x) => x.stepId === s.stepId);
