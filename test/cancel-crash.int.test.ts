@@ -23,7 +23,6 @@ import { openDatabase } from "../src/store/db.js";
 import { serverUrl } from "./helpers/backends.js";
 import { runToEnd, sharedStorage, spawnChild, type ChildEnv } from "./helpers/child.js";
 import { check, type Report } from "./faults/invariants.js";
-import { isTimed } from "./faults/kill-plan.js";
 import { SHAPES } from "./fixtures/fault-shapes.js";
 
 const CHILD = "test/fixtures/fault-child.ts";
@@ -125,38 +124,44 @@ test("killed right after the cancel-aborted attempt's result was saved, before t
   await first.exited;
   expect(first.proc.signalCode, first.stderr().slice(-1500)).toBe("SIGKILL");
 
-  // where it died: the kill is the first commit after the cancel request's (lease beats aside),
-  // so nothing of the halt (its events, the scheduler node's checkpoint) was saved
+  // where it died: right after the cancel request's commit, with no checkpoint saved in between
+  // (the scheduler node's, which would hold the halt). The drive's event batches are appended
+  // beside the skill's own statements (a step_started may commit after the cancel): not checked here.
   const passed = readFileSync(recordFile, "utf8").split("\n").filter(Boolean);
+  const cancelSaved = passed.indexOf("db_commit:update.tool_chain_runs(cancel_reason):1");
   expect(passed.at(-1)).toBe(point);
-  const afterCancel = passed.slice(passed.indexOf("db_commit:update.tool_chain_runs(cancel_reason):1") + 1, -1);
-  expect(passed, "the cancel request was saved").toContain("db_commit:update.tool_chain_runs(cancel_reason):1");
-  expect(afterCancel.filter((p) => !isTimed(p.slice(0, p.lastIndexOf(":"))))).toEqual([]);
-  // and what is durable: the cancel, a's result and stop's cancel-aborted one; no halt event
+  expect(cancelSaved, "the cancel request was saved").toBeGreaterThan(0);
+  expect(passed.slice(cancelSaved + 1, -1).filter((p) => p.startsWith("checkpoint:"))).toEqual([]);
+  // what is durable: the cancel, a's result and stop's cancel-aborted one; no record of the halt
   const durable = await durableAfterKill(st, runId);
   expect(durable.cancelReason).toBeTruthy();
-  expect(durable.results.filter((r) => r.ok)).toHaveLength(1);
-  expect(durable.results.filter((r) => !r.ok).map((r) => r.error?.code)).toEqual(["CANCELLED"]);
-  expect(durable.events).toEqual([
-    "planning_started",
-    "planning_completed",
-    "step_started:a",
-    "step_completed:a",
-    "step_started:stop",
-    "run_cancel_requested",
-  ]);
+  expect(durable.results.filter((x) => x.ok)).toHaveLength(1);
+  expect(durable.results.filter((x) => !x.ok).map((x) => x.error?.code)).toEqual(["CANCELLED"]);
+  expect(durable.events).toContain("run_cancel_requested");
+  expect(
+    durable.events.filter((e) => !/^(planning_|step_started:|step_completed:a$|run_cancel_requested$)/.test(e)),
+  ).toEqual([]);
 
   // another process takes the run over
   const lines = await runToEnd(st, ["resume", "cancel_mid_run", runId], 120_000, CHILD);
   const r = (lines.find((l) => "report" in l) as { report: Report }).report;
-  expect(check(shape, runId, r, { killedAt: [point], pres: r.pre ? [r.pre] : [] })).toEqual([]);
+  // the crash-point suite's invariants, the steps compared with what a clean run of the shape ends with
+  const clean = [
+    { stepId: "a", status: "rolled_back", attempts: 1, rollback: { status: "rolled_back" } },
+    { stepId: "stop", status: "cancelled", attempts: 1, rollback: null },
+    { stepId: "c", status: "cancelled", attempts: 0, rollback: null },
+  ];
+  expect(r.steps).toEqual(clean.map((s) => ({ ...s, rollback: s.rollback && expect.objectContaining(s.rollback) })));
+  expect(
+    check(
+      shape,
+      runId,
+      r,
+      { killedAt: [point], pres: r.pre ? [r.pre] : [] },
+      { ...r, steps: clean, qtable: undefined },
+    ),
+  ).toEqual([]);
   expect(r.status).toBe("cancelled");
-  const byId = Object.fromEntries(r.steps.map((s) => [s.stepId, s]));
-  expect({
-    a: [byId.a!.status, byId.a!.rollback?.status],
-    stop: [byId.stop!.status, byId.stop!.attempts],
-    c: [byId.c!.status, byId.c!.attempts],
-  }).toEqual({ a: ["rolled_back", "rolled_back"], stop: ["cancelled", 1], c: ["cancelled", 0] });
   expect(r.stepRows).toEqual([
     { stepId: "a", status: "rolled_back", attempts: 1 },
     { stepId: "c", status: "cancelled", attempts: 0 },
