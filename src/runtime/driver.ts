@@ -109,15 +109,23 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   // what started this drive (a confirm request, a worker's poll): the drive's span links to it
   const trigger = context.active();
   let row: RunRow | undefined;
+  // whether the run waited for a decision at any time of this drive: only then can a decision
+  // (recorded only for a waiting step) be left for it to mark applied at its end
+  let waited = false;
+  const applyLive = (ev: RunEvent) => {
+    live.apply(ev);
+    waited ||= live.pending.size > 0;
+  };
   const ready = (async () => {
-    if (!(await store.acquireLease(runId, owner, leaseTtlMs))) {
+    row = await store.takeLease(runId, owner, leaseTtlMs);
+    if (!row) {
       throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is being executed by another process`, {
         details: { leaseBusy: true },
       });
     }
     leased = true;
-    row = await store.getRow(runId);
-    live.seed(row?.pendingConfirmations ?? []);
+    live.seed(row.pendingConfirmations);
+    waited = row.pendingConfirmations.length > 0;
     // a cancel recorded before this drive started (queued run, another process, a crash): apply it first
     if (row?.cancelRequest) cancelFrom(row.cancelRequest);
   })();
@@ -157,7 +165,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           releaseStored(false);
           spans.observe(numbered);
           for (const ev of numbered) {
-            live.apply(ev);
+            applyLive(ev);
             events.push(ev);
           }
         },
@@ -271,17 +279,19 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         backfill(view).filter((e) => !persisted.has(e.key)),
         owner,
       )) {
-        live.apply(ev);
+        applyLive(ev);
         events.push(ev);
       }
       await store.sync(view, owner);
       await spans.end({ status: view.status, error: view.error, waiting: view.pendingConfirmations.length });
       const waiting = new Set(view.pendingConfirmations.map((p) => `${p.stepId}:${p.round ?? 0}`));
-      const unapplied = await store.unappliedDecisions(runId);
-      await store.markApplied(
-        runId,
-        unapplied.filter((d) => !waiting.has(`${d.stepId}:${d.round}`)),
-      );
+      if (waited || waiting.size || start.input instanceof Command) {
+        const unapplied = await store.unappliedDecisions(runId);
+        await store.markApplied(
+          runId,
+          unapplied.filter((d) => !waiting.has(`${d.stepId}:${d.round}`)),
+        );
+      }
       return view;
     } catch (e) {
       await drain().catch(() => undefined);
@@ -314,7 +324,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           key: eventKey("run_failed", undefined, `drive_failed${outcome.failures}`, 0),
         };
         for (const ev of await store.append(runId, [terminal], owner).catch(() => [])) {
-          live.apply(ev);
+          applyLive(ev);
           events.push(ev);
         }
       }

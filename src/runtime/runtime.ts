@@ -444,7 +444,7 @@ export class Runtime {
       // the history row must exist before the drive takes the lease
       const store = this.store;
       const wrapped: typeof store = Object.create(store);
-      wrapped.acquireLease = async (...a) => (await created, store.acquireLease(...a));
+      wrapped.takeLease = async (...a) => (await created, store.takeLease(...a));
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);

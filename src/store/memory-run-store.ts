@@ -140,11 +140,14 @@ export class MemoryRunStore implements RunStore {
     );
   }
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.takeLease(runId, owner, ttlMs)) !== undefined;
+  }
+  async takeLease(runId: string, owner: string, ttlMs: number): Promise<RunRow | undefined> {
     const e = this.get(runId);
-    if (!this.leaseFree(e, owner)) return false;
+    if (!this.leaseFree(e, owner)) return undefined;
     e.row.leaseOwner = owner;
     e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
-    return true;
+    return { ...e.row };
   }
   async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
     const e = this.get(runId);

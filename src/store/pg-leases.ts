@@ -7,7 +7,14 @@ import type pg from "pg";
 import type { PendingConfirmation } from "../kernel/pending.js";
 import type { StepError } from "../kernel/errors.js";
 import { type Database } from "./db.js";
-import { driveBackoffMs, driveFailedError, type DriveFailureOutcome, type DriveRetryPolicy } from "./run-store.js";
+import {
+  driveBackoffMs,
+  driveFailedError,
+  type DriveFailureOutcome,
+  type DriveRetryPolicy,
+  type RunRow,
+} from "./run-store.js";
+import { runRowFrom } from "./pg-run-rows.js";
 
 export interface LeaseTables {
   runs: string;
@@ -30,18 +37,22 @@ export class PgLeases {
   ) {}
 
   async acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const { rowCount, rows } = await this.db.pool.query(
+    return (await this.takeLease(runId, owner, ttlMs)) !== undefined;
+  }
+
+  /** The lease, and the run row as it was taken (a drive reads it anyway: one round trip, not two). */
+  async takeLease(runId: string, owner: string, ttlMs: number): Promise<RunRow | undefined> {
+    const { rows } = await this.db.pool.query(
       `UPDATE ${this.t.runs} SET lease_owner = $2, lease_expires_at = now() + ($3 || ' milliseconds')::interval
        WHERE run_id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now())
-       RETURNING last_seq, pending_confirmations`,
+       RETURNING *`,
       [runId, owner, String(ttlMs)],
     );
-    if (rowCount) {
-      this.hooks.bump(runId);
-      // the first event batch of this drive can then go in one statement (appendFast checks it)
-      this.hooks.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
-    }
-    return rowCount === 1;
+    if (!rows.length) return undefined;
+    this.hooks.bump(runId);
+    // the first event batch of this drive can then go in one statement (appendFast checks it)
+    this.hooks.remember(runId, Number(rows[0].last_seq), rows[0].pending_confirmations as PendingConfirmation[]);
+    return runRowFrom(rows[0]);
   }
 
   async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {

@@ -279,6 +279,10 @@ export class PgRunStore implements RunStore {
     return this.leases.acquireLease(...a);
   }
 
+  takeLease(...a: Parameters<PgLeases["takeLease"]>) {
+    return this.leases.takeLease(...a);
+  }
+
   renewLease(...a: Parameters<PgLeases["renewLease"]>) {
     return this.leases.renewLease(...a);
   }

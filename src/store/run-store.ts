@@ -217,6 +217,8 @@ export interface RunStore extends EventLog, IntentLog {
   /** The stored view (works after checkpoints were pruned). */
   getView(runId: string): Promise<RunView | undefined>;
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** acquireLease, answering the run row as the lease was taken (undefined: another owner holds it). */
+  takeLease(runId: string, owner: string, ttlMs: number): Promise<RunRow | undefined>;
   renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(runId: string, owner: string): Promise<void>;
   /**
