@@ -178,3 +178,69 @@ test("killed right after the cancel-aborted attempt's result was saved, before t
   expect(r.effects.filter((e) => e.step === "c")).toEqual([]);
   expect(r.row).toEqual({ status: "cancelled", leaseOwner: null });
 }, 120_000);
+
+/**
+ * The killed process's last event batch (the steps' starts and a's completion) never stored: event
+ * batches follow the checkpoint writes (src/runtime/write-barrier.ts), so a kill can land after a
+ * step's result was saved and before its events were (the crash-point suite, killed at a lease beat
+ * on server Postgres). Simulated here by removing those events after a kill at the cancel's commit.
+ */
+async function loseStepEvents(st: ChildEnv, runId: string): Promise<string[]> {
+  const db = await openDatabase(
+    serverUrl
+      ? { url: serverUrl, schema: st.schema, poolSize: 1 }
+      : { dataDir: st.env.TOOLCHAIN_DATA_DIR, schema: st.schema },
+  );
+  try {
+    const t = `"${st.schema}".tool_chain_event_logs`;
+    await db.pool.query(`DELETE FROM ${t} WHERE run_id = $1 AND type LIKE 'step\\_%'`, [runId]);
+    // renumbered gaplessly, as if those events had never been appended
+    await db.pool.query(
+      `UPDATE ${t} e SET seq = n.rn FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS rn FROM ${t} WHERE run_id = $1) n
+       WHERE e.run_id = $1 AND e.seq = n.seq`,
+      [runId],
+    );
+    const { rows } = await db.pool.query(`SELECT type FROM ${t} WHERE run_id = $1 ORDER BY seq`, [runId]);
+    await db.pool.query(`UPDATE "${st.schema}".tool_chain_runs SET last_seq = $2 WHERE run_id = $1`, [
+      runId,
+      rows.length,
+    ]);
+    return rows.map((r) => r.type as string);
+  } finally {
+    await db.close();
+  }
+}
+
+test("killed after the cancel, its steps' events lost with it: recovery records a's start before its completion", async () => {
+  const shape = SHAPES.find((s) => s.name === "cancel_mid_run")!;
+  const st = storage();
+  const runId = "cancel-saved-events-lost";
+  const point = "db_commit:update.tool_chain_runs(cancel_reason):1";
+  const first = spawnChild(st, ["start", "cancel_mid_run", runId], { TOOLCHAIN_FAULT: point }, CHILD);
+  await first.exited;
+  expect(first.proc.signalCode, first.stderr().slice(-1500)).toBe("SIGKILL");
+  expect(await loseStepEvents(st, runId)).not.toContain("step_started");
+
+  const lines = await runToEnd(st, ["resume", "cancel_mid_run", runId], 120_000, CHILD);
+  const r = (lines.find((l) => "report" in l) as { report: Report }).report;
+  const types = r.events.map((e) => `${e.type}${e.stepId ? `:${e.stepId}` : ""}`);
+  // a's saved result replayed: its start recorded, then its completion, then its compensation
+  expect(types.indexOf("step_started:a")).toBeGreaterThan(-1);
+  expect(types.indexOf("step_started:a")).toBeLessThan(types.indexOf("step_completed:a"));
+  const clean = [
+    { stepId: "a", status: "rolled_back", attempts: 1, rollback: { status: "rolled_back" } },
+    { stepId: "stop", status: "cancelled", attempts: 1, rollback: null },
+    { stepId: "c", status: "cancelled", attempts: 0, rollback: null },
+  ];
+  expect(
+    check(
+      shape,
+      runId,
+      r,
+      { killedAt: [point], pres: r.pre ? [r.pre] : [] },
+      { ...r, steps: clean, qtable: undefined },
+    ),
+  ).toEqual([]);
+  expect(r.effects.filter((e) => e.step === "a" && e.kind === "write")).toHaveLength(1);
+  expect(r.undos.filter((u) => u.step === "a" && u.ok)).toHaveLength(1);
+}, 120_000);

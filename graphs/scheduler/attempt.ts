@@ -16,7 +16,7 @@ import { hasSideEffects, type Skill } from "../../src/skills/contract.js";
 import { computePreview } from "../../src/skills/preview.js";
 import { callDurable } from "../durable-task.js";
 import type { StepRecord } from "../state.js";
-import { notRun, type SchedulerRun } from "./context.js";
+import { isNotRun, notRun, type Completion, type SchedulerRun } from "./context.js";
 import { executeSkill, holdsLimits, inDoubtResult } from "./execute.js";
 import { skillVersion } from "../../src/skills/version.js";
 import { migrateArguments } from "../../src/skills/migrate-arguments.js";
@@ -228,7 +228,15 @@ export function startAttempt(
   );
   run.track(
     task,
-    (res) => ({ kind: "attempt", id: c.id, unit: u.unit, attempt, res }),
+    (res) => {
+      const item: Completion = { kind: "attempt", id: c.id, unit: u.unit, attempt, res };
+      // a result saved by the dead process, replayed while harvesting: the attempt ran there, and
+      // the event batch with its start may have died with it; the key makes this a no-op when it
+      // was stored (the crash-point suite found "completed before it started" after a kill at a
+      // lease beat). Not for one in doubt: reconcile decides what happened, nothing starts here.
+      if (run.harvesting && !isNotRun(item) && !("inDoubt" in res && res.inDoubt)) started();
+      return item;
+    },
     (e) => ({
       kind: "attempt",
       id: c.id,
