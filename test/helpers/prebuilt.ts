@@ -18,6 +18,7 @@ export const BUNDLED_ENTRIES = [
   "test/fixtures/qtable-child.ts",
   "test/fixtures/migrate-child.ts",
   "test/fixtures/embedded-owner.ts",
+  "test/fixtures/approver-child.ts",
 ];
 
 export const bundleName = (entry: string) => `${entry.replace(/\.ts$/, "").replace(/[/\\]/g, "__")}.mjs`;
