@@ -130,3 +130,29 @@ describe("round trips per run (the bench's count)", () => {
     expect(count).toMatchObject({ roundTrips: 6, checkpointPuts: 1 });
   });
 });
+
+describe("round trips of a trivial run", () => {
+  test("a one-step run that never waits: 14 statements (the lease returns the row; no end-of-drive decisions query)", async () => {
+    const { openRuntime } = await import("../src/runtime/open.js");
+    const o = await openRuntime({
+      databaseUrl: process.env.DATABASE_URL || "",
+      dataDir: ":memory:",
+      schema: `rt_${Date.now().toString(36)}`,
+      // no decision poll inside the run: the count is deterministic
+      decisionPollMs: 600_000,
+    });
+    try {
+      const plan = { steps: [{ stepId: "s0", skillName: "core.pass", arguments: { value: 1 } }] };
+      expect((await o.runtime.run(plan).result).status).toBe("completed"); // warm-up
+      const count = countStatements(o.db.pool);
+      const v = await o.runtime.run(plan).result;
+      count.stop();
+      expect(v.status).toBe("completed");
+      expect(count.roundTrips).toBe(14);
+    } finally {
+      if (process.env.DATABASE_URL)
+        await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);
+      await o.close();
+    }
+  }, 120_000);
+});
