@@ -5,17 +5,22 @@
  *                     PostgresSaver at the same concurrency, in one process run: steps/s ratio.
  *   api.workers       server Postgres only: an API-only process (TOOLCHAIN_ROLE=api) in front of
  *                     1, then 2 `toolchain worker` child processes: steps/s and the 2 ÷ 1 ratio.
+ *   api.workers_pinned the same with the API, its load generator and Postgres pinned to CPU 0 and
+ *                     the workers to CPU 1 (taskset): one worker core's steps/s, and 2 ÷ 1 on it.
  * The bare baseline is measured before and after the runtime (median of both) so drift in the
  * machine's load shows up as their spread, printed beside the ratio.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { loadavg } from "node:os";
+import { cpus as cpuList, loadavg } from "node:os";
 import path from "node:path";
 import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
 import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import autocannon from "autocannon";
+import { canPin, cpuSecondsOf, pin, postgresCpuSeconds, postgresPids } from "./procs.js";
 import { emitLine, log, now, round, sleep } from "./timing.js";
+
+const cpuCount = () => cpuList().length;
 
 export const STEPS = 20;
 export const STEP_MS = 5;
@@ -128,8 +133,11 @@ export async function runsVersusBare(
 }
 
 /** A `toolchain worker` process on the given schema; resolves once it polls. */
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.resolve("src/cli/main.ts"), "worker"], {
+function startWorker(env: Record<string, string>, cpus?: string): Promise<ChildProcess> {
+  const argv = [process.execPath, "--import", "tsx", path.resolve("src/cli/main.ts"), "worker"];
+  // taskset execs node in place: the child's pid is the worker's
+  const [cmd, ...args] = cpus ? ["taskset", "-c", cpus, ...argv] : argv;
+  const proc = spawn(cmd!, args, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -161,23 +169,28 @@ export async function workersRatio(
   runs: number,
   inFlight: number,
 ): Promise<void> {
-  const results: Record<string, Awaited<ReturnType<typeof apiThroughput>>> = {};
-  for (const n of [1, 2]) {
-    const workers = await Promise.all(
-      Array.from({ length: n }, () =>
-        startWorker({
-          ...env,
-          TOOLCHAIN_WORKER_POLL_MS: "20",
-          TOOLCHAIN_WORKER_MAX_ACTIVE: String(inFlight),
-          REDIS_URL: "",
-        }),
-      ),
-    );
+  const workerEnv = {
+    ...env,
+    TOOLCHAIN_WORKER_POLL_MS: "20",
+    TOOLCHAIN_WORKER_MAX_ACTIVE: String(inFlight),
+    REDIS_URL: "",
+  };
+  /** `n` workers (on `cpus` when given) under the load: steps/s and the CPU each worker used. */
+  const measure = async (n: number, cpus?: string) => {
+    const workers = await Promise.all(Array.from({ length: n }, () => startWorker(workerEnv, cpus)));
     try {
-      results[n] = await apiThroughput(apiUrl, key, runs, inFlight);
+      const cpu0 = workers.map((w) => cpuSecondsOf(w.pid!));
+      const pg0 = postgresCpuSeconds();
+      const r = await apiThroughput(apiUrl, key, runs, inFlight);
+      const workerCores = workers.map((w, i) => round((cpuSecondsOf(w.pid!) - cpu0[i]!) / r.seconds, 2));
+      return { ...r, workerCores, postgresCores: round((postgresCpuSeconds() - pg0) / r.seconds, 2) };
     } finally {
       await Promise.all(workers.map(stopWorker));
     }
+  };
+  const results: Record<number, Awaited<ReturnType<typeof measure>>> = {};
+  for (const n of [1, 2]) {
+    results[n] = await measure(n);
     log(`api.workers: ${n} worker(s): ${results[n]!.stepsPerSec} steps/s`);
   }
   emitLine({
@@ -191,5 +204,35 @@ export async function workersRatio(
     oneWorker: results[1],
     twoWorkers: results[2],
     ratio: round(results[2]!.stepsPerSec / results[1]!.stepsPerSec, 2),
+  });
+  // The same with the load generator (this process: the API and autocannon) and Postgres pinned to
+  // CPU 0 and the workers to CPU 1 (taskset): what one worker core sustains, and whether a second
+  // worker process on that core adds anything (≈ 1: the worker is CPU-bound; scale by cores).
+  if (!canPin() || cpuCount() < 2) return log("api.workers_pinned: skipped (taskset unavailable or one CPU)");
+  const all = `0-${cpuCount() - 1}`;
+  const pinned: Record<number, Awaited<ReturnType<typeof measure>>> = {};
+  try {
+    pin(process.pid, "0");
+    for (const p of postgresPids()) pin(p, "0");
+    for (const n of [1, 2]) {
+      pinned[n] = await measure(n, "1");
+      log(`api.workers_pinned: ${n} worker(s) on CPU 1: ${pinned[n]!.stepsPerSec} steps/s`);
+    }
+  } finally {
+    pin(process.pid, all);
+    for (const p of postgresPids()) pin(p, all);
+  }
+  emitLine({
+    suite: "api",
+    name: "workers_pinned",
+    backend: "postgres-server",
+    placement: "API + load generator + Postgres on CPU 0, worker process(es) on CPU 1",
+    steps: STEPS,
+    stepMs: STEP_MS,
+    inFlight,
+    runs,
+    oneWorker: pinned[1],
+    twoWorkersOneCore: pinned[2],
+    ratio: round(pinned[2]!.stepsPerSec / pinned[1]!.stepsPerSec, 2),
   });
 }

@@ -127,7 +127,7 @@ describe("round trips per run (the bench's count)", () => {
     }
     count.stop();
     await db.pool.query("SELECT 2");
-    expect(count).toMatchObject({ roundTrips: 6, checkpointPuts: 1 });
+    expect(count).toMatchObject({ roundTrips: 6, checkpointPuts: 1, writes: { "insert.checkpoints": 1 } });
   });
 });
 

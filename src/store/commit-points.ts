@@ -108,6 +108,8 @@ export function installCommitPoints(pool: pg.Pool): void {
 export interface StatementCount {
   roundTrips: number;
   checkpointPuts: number;
+  /** Statements per write they make (`insert.checkpoints`, `call.pg_notify`, ...: `writesOf`), each counted once per statement. */
+  writes: Record<string, number>;
   stop(): void;
 }
 
@@ -117,10 +119,12 @@ export interface StatementCount {
  * into LangGraph's `checkpoints` table (one per superstep, the input's included).
  */
 export function countStatements(pool: pg.Pool): StatementCount {
-  const count: StatementCount = { roundTrips: 0, checkpointPuts: 0, stop: () => stop() };
+  const count: StatementCount = { roundTrips: 0, checkpointPuts: 0, writes: {}, stop: () => stop() };
   const stop = observeStatements(pool, () => (text) => {
     count.roundTrips++;
-    if (writesOf(text).includes("insert.checkpoints")) count.checkpointPuts++;
+    const writes = new Set(writesOf(text));
+    if (writes.has("insert.checkpoints")) count.checkpointPuts++;
+    for (const w of writes) count.writes[w] = (count.writes[w] ?? 0) + 1;
   });
   return count;
 }
