@@ -132,7 +132,7 @@ describe("round trips per run (the bench's count)", () => {
 });
 
 describe("round trips of a trivial run", () => {
-  test("a one-step run that never waits: 14 statements (the lease returns the row; no end-of-drive decisions query)", async () => {
+  test("a one-step run that never waits: 12 statements (recorded leased; the final sync releases the lease; no end-of-drive decisions query)", async () => {
     const { openRuntime } = await import("../src/runtime/open.js");
     const o = await openRuntime({
       databaseUrl: process.env.DATABASE_URL || "",
@@ -145,10 +145,13 @@ describe("round trips of a trivial run", () => {
       const plan = { steps: [{ stepId: "s0", skillName: "core.pass", arguments: { value: 1 } }] };
       expect((await o.runtime.run(plan).result).status).toBe("completed"); // warm-up
       const count = countStatements(o.db.pool);
-      const v = await o.runtime.run(plan).result;
+      const h = o.runtime.run(plan);
+      const v = await h.result;
       count.stop();
       expect(v.status).toBe("completed");
-      expect(count.roundTrips).toBe(14);
+      expect(count.roundTrips).toBe(12);
+      // the lease taken with the run row is gone with the final sync: any process may read or claim it
+      expect(await o.runtime.store.getRow(h.runId)).toMatchObject({ status: "completed", leaseOwner: null, leaseExpiresAt: null });
     } finally {
       if (process.env.DATABASE_URL)
         await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);

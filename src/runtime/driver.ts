@@ -106,6 +106,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   deps.controls.open(runId);
   const cancelFrom = (req: CancelRequest) => deps.controls.cancel(runId, cancelError(req.reason, req));
   let leased = false;
+  // the final sync released the lease (nothing to release at the end)
+  let released = false;
   // what started this drive (a confirm request, a worker's poll): the drive's span links to it
   const trigger = context.active();
   let row: RunRow | undefined;
@@ -282,10 +284,17 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         applyLive(ev);
         events.push(ev);
       }
-      await store.sync(view, owner);
-      await spans.end({ status: view.status, error: view.error, waiting: view.pendingConfirmations.length });
       const waiting = new Set(view.pendingConfirmations.map((p) => `${p.stepId}:${p.round ?? 0}`));
-      if (waited || waiting.size || start.input instanceof Command) {
+      const marks = waited || waiting.size > 0 || start.input instanceof Command;
+      if (!marks) {
+        // nothing left for this drive after its sync: the sync releases the lease (one statement)
+        clearInterval(heartbeat);
+        clearInterval(poller);
+        await store.sync(view, owner, { releaseLease: true });
+        released = true;
+      } else await store.sync(view, owner);
+      await spans.end({ status: view.status, error: view.error, waiting: view.pendingConfirmations.length });
+      if (marks) {
         const unapplied = await store.unappliedDecisions(runId);
         await store.markApplied(
           runId,
@@ -333,7 +342,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       clearInterval(heartbeat);
       clearInterval(poller);
       releaseStored(true);
-      await store.releaseLease(runId, owner).catch(() => undefined);
+      if (!released) await store.releaseLease(runId, owner).catch(() => undefined);
       deps.controls.close(runId);
       done();
     }

@@ -18,7 +18,7 @@ import {
 } from "../plan/admission.js";
 import { type PlanningOutcome } from "../planner/index.js";
 import { SkillRegistry } from "../skills/registry.js";
-import { type RunStore } from "../store/run-store.js";
+import { type NewRunLease, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { allowedSkillNames, newPlanRun, newRequestRun } from "./new-run.js";
 import type { RunOptions } from "./options.js";
@@ -103,7 +103,7 @@ function traced(opts: RunOptions, name: string): RunOptions {
   return { ...opts, runId, traceId: t.traceId, ...(t.traceContext ? { traceContext: t.traceContext } : {}) };
 }
 
-export function prepareRequestRun(p: PlanDeps, request: string, given: RunOptions) {
+export function prepareRequestRun(p: PlanDeps, request: string, given: RunOptions, lease?: NewRunLease) {
   const opts = traced(given, workflowName(undefined));
   const r = newRequestRun(
     request,
@@ -111,10 +111,10 @@ export function prepareRequestRun(p: PlanDeps, request: string, given: RunOption
     allowedSkillNames(p.registry, p.allowSkill, opts.allowSkill) ?? null,
     new Date(p.env.now()).toISOString(),
   );
-  return { runId: r.runId, input: r.input, created: p.store.createRun(r.record) };
+  return { runId: r.runId, input: r.input, created: p.store.createRun(r.record, lease) };
 }
 
-export function preparePlanRun(p: PlanDeps, plan: unknown, opts: RunOptions) {
+export function preparePlanRun(p: PlanDeps, plan: unknown, opts: RunOptions, lease?: NewRunLease) {
   const compiled: AdmittedPlan =
     opts.compiled && "admission" in opts.compiled
       ? (opts.compiled as AdmittedPlan)
@@ -124,5 +124,5 @@ export function preparePlanRun(p: PlanDeps, plan: unknown, opts: RunOptions) {
   const r = newPlanRun(compiled, traced(opts, workflowName(compiled.plan)), new Date(p.env.now()).toISOString());
   // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
   rememberCompiled(p.env, r.runId, compiled);
-  return { runId: r.runId, input: r.input, created: p.store.createRun(r.record) };
+  return { runId: r.runId, input: r.input, created: p.store.createRun(r.record, lease) };
 }

@@ -172,17 +172,22 @@ export class Runtime {
     return planRequest(this.plans, request, opts);
   }
 
-  private prepare(plan: unknown, opts: RunOptions) {
-    return preparePlanRun(this.plans, plan, opts);
+  /** `drive`: the run is recorded leased to this process, which drives it at once. */
+  private prepare(plan: unknown, opts: RunOptions, drive = false) {
+    return preparePlanRun(this.plans, plan, opts, drive ? this.ownLease() : undefined);
   }
 
-  private prepareRequest(request: string, opts: RunOptions) {
-    return prepareRequestRun(this.plans, request, opts);
+  private prepareRequest(request: string, opts: RunOptions, drive = false) {
+    return prepareRequestRun(this.plans, request, opts, drive ? this.ownLease() : undefined);
+  }
+
+  private ownLease() {
+    return { owner: this.owner, ttlMs: this.leaseTtlMs };
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */
   run(plan: unknown, opts: RunOptions = {}): RunHandle {
-    const { runId, input, created } = this.prepare(plan, opts);
+    const { runId, input, created } = this.prepare(plan, opts, true);
     return this.drive(runId, input, created);
   }
 
@@ -198,7 +203,7 @@ export class Runtime {
    * planning_started / planning_completed or planning_failed), then it runs like any other.
    */
   runRequest(request: string, opts: RunOptions = {}): RunHandle {
-    const { runId, input, created } = this.prepareRequest(request, opts);
+    const { runId, input, created } = this.prepareRequest(request, opts, true);
     return this.drive(runId, input, created);
   }
 
@@ -417,7 +422,7 @@ export class Runtime {
     return outsideCallerContext(() => this.graph.getState({ configurable: { thread_id: runId } }));
   }
 
-  private drive(runId: string, input: DriveInput, created?: Promise<void>): RunHandle {
+  private drive(runId: string, input: DriveInput, created?: Promise<RunRow | undefined>): RunHandle {
     if (this.active.has(runId))
       throw new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `run ${runId} is already being executed by this process`);
     const deps = {
@@ -441,10 +446,17 @@ export class Runtime {
       if (this.active.get(runId) === drive) this.active.delete(runId);
     };
     if (created) {
-      // the history row must exist before the drive takes the lease
+      // the history row must exist before the drive takes the lease; recorded leased to this
+      // process, its row is the lease the drive's first take answers with
       const store = this.store;
       const wrapped: typeof store = Object.create(store);
-      wrapped.takeLease = async (...a) => (await created, store.takeLease(...a));
+      let first = true;
+      wrapped.takeLease = async (id, owner, ttlMs) => {
+        const row = await created;
+        const mine = first && row?.leaseOwner === owner;
+        first = false;
+        return mine ? row : store.takeLease(id, owner, ttlMs);
+      };
       drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
     } else drive = startDrive(deps, runId, input, after);
     this.active.set(runId, drive);

@@ -32,6 +32,8 @@ import {
   type RunChangeListener,
   type RunPage,
   type RunSummary,
+  type SyncOptions,
+  type NewRunLease,
 } from "./run-store.js";
 import type { RunStatus } from "../kernel/status.js";
 
@@ -58,7 +60,7 @@ export class MemoryRunStore implements RunStore {
     return e;
   }
 
-  async createRun(r: NewRun): Promise<void> {
+  async createRun(r: NewRun, lease?: NewRunLease): Promise<RunRow | undefined> {
     if (this.runs.has(r.runId)) throw new Error(`run ${r.runId} already exists`);
     const createdAt = new Date(this.now());
     this.runs.set(r.runId, {
@@ -81,6 +83,7 @@ export class MemoryRunStore implements RunStore {
       createdAt,
       decisions: new Map(),
     });
+    return lease ? this.takeLease(r.runId, lease.owner, lease.ttlMs) : undefined;
   }
   async getRow(runId: string): Promise<RunRow | undefined> {
     const e = this.runs.get(runId);
@@ -111,8 +114,9 @@ export class MemoryRunStore implements RunStore {
   async list(runId: string, after = 0): Promise<RunEvent[]> {
     return (this.runs.get(runId)?.events ?? []).filter((x) => x.seq > after);
   }
-  async sync(v: RunView, owner?: string): Promise<void> {
+  async sync(v: RunView, owner?: string, opts?: SyncOptions): Promise<void> {
     this.syncNow(v, owner);
+    if (opts?.releaseLease && owner) await this.releaseLease(v.runId, owner);
     this.changed(v.runId, []);
   }
   private syncNow(v: RunView, owner?: string): void {

@@ -24,6 +24,8 @@ import {
   type RunChangeListener,
   type RunRow,
   type RunStore,
+  type SyncOptions,
+  type NewRunLease,
 } from "./run-store.js";
 
 type Tx = pg.PoolClient;
@@ -114,23 +116,25 @@ export class PgRunStore implements RunStore {
     }
   }
 
-  async createRun(r: NewRun): Promise<void> {
+  async createRun(r: NewRun, lease?: NewRunLease): Promise<RunRow | undefined> {
     // one statement (atomic): the run row and its step rows. It ends in a SELECT of the run row so
-    // its row count is 1 also for a request's run, which has no step rows yet (a commit point)
+    // its row count is 1 also for a request's run, which has no step rows yet (a commit point).
+    // Leased (the creating process drives it at once): recorded with its lease, the row answered
     const steps = r.plan.steps.map((st) => ({
       step_id: st.stepId,
       skill_name: st.skillName,
       depends_on: st.dependsOn,
     }));
-    await this.db.pool.query(
+    const { rows } = await this.db.pool.query(
       `WITH r AS (
-         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission, trace_context) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9, $10)
-         RETURNING run_id)
+         INSERT INTO ${this.runs} (run_id, workspace_id, trace_id, status, plan, context, memory, planning_input, admission, trace_context, lease_owner, lease_expires_at)
+         VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $9, $10, $11::text, CASE WHEN $11::text IS NULL THEN NULL ELSE now() + ($12 || ' milliseconds')::interval END)
+         RETURNING *)
        , s AS (
          INSERT INTO ${this.steps} (run_id, step_id, skill_name, status, depends_on)
          SELECT r.run_id, x.step_id, x.skill_name, 'pending', x.depends_on FROM r, jsonb_to_recordset($8::jsonb) AS x(step_id text, skill_name text, depends_on jsonb)
          ON CONFLICT DO NOTHING)
-       SELECT run_id FROM r`,
+       SELECT * FROM r`,
       [
         r.runId,
         r.workspaceId,
@@ -142,8 +146,15 @@ export class PgRunStore implements RunStore {
         JSON.stringify(steps),
         r.admission ? JSON.stringify(r.admission) : null,
         r.traceContext ? JSON.stringify(r.traceContext) : null,
+        lease?.owner ?? null,
+        String(lease?.ttlMs ?? 0),
       ],
     );
+    if (!lease) return undefined;
+    this.generations?.bump(r.runId);
+    // the first event batch of its drive can then go in one statement, as after takeLease
+    this.log.remember(r.runId, 0, []);
+    return runRowFrom(rows[0]);
   }
 
   private async insertSteps(c: Tx, runId: string, plan: ToolChainPlan): Promise<void> {
@@ -199,12 +210,14 @@ export class PgRunStore implements RunStore {
     });
   }
 
-  async sync(v: RunView, owner?: string): Promise<void> {
-    await this.syncTx(v, owner);
+  async sync(v: RunView, owner?: string, opts?: SyncOptions): Promise<void> {
+    const release = Boolean(opts?.releaseLease && owner);
+    if (release) this.log.forget(v.runId);
+    await this.syncTx(v, owner, release);
     this.changed({ runId: v.runId, events: [] });
   }
 
-  private async syncTx(v: RunView, owner?: string): Promise<void> {
+  private async syncTx(v: RunView, owner: string | undefined, release: boolean): Promise<void> {
     const rows = v.steps.map((s) => ({
       step_id: s.stepId,
       status: s.status,
@@ -228,12 +241,15 @@ export class PgRunStore implements RunStore {
       owner ?? null,
       JSON.stringify(rows),
       JSON.stringify({ memoryKeys: Object.keys(v.memory) }),
+      release,
     ];
     // the run row, then its step rows only if the run row was written (the lease still ours):
     // one statement, atomic as the transaction it replaces
     const sql = `WITH ru AS (
          UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = ${KEEP_DEADLINES}, updated_at = now(),
            drive_failures = 0, next_attempt_at = NULL,
+           lease_owner = CASE WHEN $10::boolean THEN NULL ELSE lease_owner END,
+           lease_expires_at = CASE WHEN $10::boolean THEN NULL ELSE lease_expires_at END,
            finished_at = CASE WHEN $2 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN COALESCE(finished_at, now()) ELSE NULL END
          WHERE run_id = $1 AND ($7::text IS NULL OR lease_owner = $7 OR lease_owner IS NULL)
          RETURNING 1),

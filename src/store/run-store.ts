@@ -207,13 +207,31 @@ export interface ExpiredWait {
 /** rejected: the runtime rejected it; left: it stays waiting (reported); decided: a decision was there first. */
 export type ExpiryOutcome = "rejected" | "left" | "decided";
 
+export interface NewRunLease {
+  owner: string;
+  ttlMs: number;
+}
+
+export interface SyncOptions {
+  releaseLease?: boolean;
+}
+
 export interface RunStore extends EventLog, IntentLog {
-  createRun(run: NewRun): Promise<void>;
+  /**
+   * Records a new run. With `lease`, the run is recorded leased to `lease.owner` (the process
+   * that creates it drives it at once) and its row is answered, as `takeLease` would: one round
+   * trip instead of two.
+   */
+  createRun(run: NewRun, lease?: NewRunLease): Promise<RunRow | undefined>;
   getRow(runId: string): Promise<RunRow | undefined>;
   /** Appends (numbering, dedupe by key) and updates the step/run projection in one transaction. Fenced by the lease when `owner` is given. */
   append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]>;
-  /** Authoritative projection from graph state, written when a drive ends. */
-  sync(view: RunView, owner?: string): Promise<void>;
+  /**
+   * Authoritative projection from graph state, written when a drive ends. With `releaseLease`
+   * the owner's lease is released by the same statement (a drive with nothing left to do after
+   * it: one round trip instead of two).
+   */
+  sync(view: RunView, owner?: string, opts?: SyncOptions): Promise<void>;
   /** The stored view (works after checkpoints were pruned). */
   getView(runId: string): Promise<RunView | undefined>;
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
