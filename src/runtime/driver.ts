@@ -45,7 +45,10 @@ export interface DriveDeps {
   decisionPollMs: number;
   /** Bounded re-drives of a run whose drive throws. */
   driveRetry: DriveRetryPolicy;
+  /** The run's view from its checkpoint. */
   view(runId: string): Promise<RunView>;
+  /** The same view from the graph's state as a drive last streamed it (no checkpoint read). */
+  viewOf(values: unknown): Promise<RunView>;
   /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
   /**
@@ -256,7 +259,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       const stream = await inContext(spans.ctx, () =>
         graph.stream(start.input as never, {
           configurable: { thread_id: runId, [SEED_KEY]: start.seed },
-          streamMode: ["custom"],
+          // "values": the state after each superstep, so the drive's end needs no checkpoint read
+          streamMode: ["custom", "values"],
           recursionLimit: 1_000_000,
           // a superstep's checkpoint is saved before the next superstep starts: with "async", a
           // process killed early in a superstep could lose the previous checkpoint, and the tasks
@@ -265,14 +269,25 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           signal: stop.signal,
         }),
       );
+      let last: unknown;
       for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
         const payload = chunk[1];
+        if (chunk[0] === "values") {
+          last = payload;
+          continue;
+        }
         if (!isTaggedEvent(payload)) continue;
         buffer.push(payload[EVENT_TAG]);
         void flush();
       }
       await drain();
-      const view = await deps.view(runId);
+      // a run that ended (terminal) ended in the superstep whose state was streamed last: that state
+      // is its checkpoint's. Otherwise (an interrupt: the checkpoint's view also shows the writes its
+      // finished tasks saved) the checkpoint is read.
+      const streamed = last !== undefined ? await deps.viewOf(last) : undefined;
+      const view = streamed && TERMINAL_RUN.has(streamed.status) ? streamed : await deps.view(runId);
+      if (view === streamed && process.env.TOOLCHAIN_CHECK_STREAMED_VIEW === "1")
+        await sameAsCheckpoint(view, await deps.view(runId));
       // a process that died between a node's checkpoint and the event flush lost those events;
       // the state knows what happened: add what is missing (keys make this a no-op otherwise;
       // what this drive's own appends stored is not asked for again)
@@ -390,6 +405,16 @@ const TERMINAL_EVENT: Partial<Record<string, EventType>> = {
 };
 
 /** The lifecycle events a settled view implies, with the keys the nodes use for them (a redriven step's included). */
+/**
+ * Tests (test/setup/shared-pglite.ts sets TOOLCHAIN_CHECK_STREAMED_VIEW): the view a drive ends
+ * with, built from the streamed state, must be the one its checkpoint gives.
+ */
+async function sameAsCheckpoint(streamed: RunView, stored: RunView): Promise<void> {
+  const a = JSON.stringify(streamed);
+  const b = JSON.stringify(stored);
+  if (a !== b) throw new Error(`the streamed final view differs from the checkpoint's:\n${a}\n${b}`);
+}
+
 export function backfill(view: RunView): EmittedEvent[] {
   const at = view.updatedAt;
   const redrives = view.redrives ?? [];

@@ -18,7 +18,7 @@ import {
 } from "../plan/admission.js";
 import { type PlanningOutcome } from "../planner/index.js";
 import { SkillRegistry } from "../skills/registry.js";
-import { type NewRunLease, type RunStore } from "../store/run-store.js";
+import { type NewRunLease, type RunRow, type RunStore } from "../store/run-store.js";
 import { assertStorable } from "../kernel/storable.js";
 import { allowedSkillNames, newPlanRun, newRequestRun } from "./new-run.js";
 import type { RunOptions } from "./options.js";
@@ -125,4 +125,21 @@ export function preparePlanRun(p: PlanDeps, plan: unknown, opts: RunOptions, lea
   // the graph's nodes find it compiled (a big plan is not compiled again on the event loop)
   rememberCompiled(p.env, r.runId, compiled);
   return { runId: r.runId, input: r.input, created: p.store.createRun(r.record, lease) };
+}
+
+/**
+ * The store a new run's first drive sees: the run row must exist before the drive takes the
+ * lease, and a run recorded leased to this process (createRun's `lease`) answers the drive's
+ * first take with that row: no second statement.
+ */
+export function leasedAtCreation(store: RunStore, created: Promise<RunRow | undefined>): RunStore {
+  const wrapped: RunStore = Object.create(store);
+  let first = true;
+  wrapped.takeLease = async (id, owner, ttlMs) => {
+    const row = await created;
+    const mine = first && row?.leaseOwner === owner;
+    first = false;
+    return mine ? row : store.takeLease(id, owner, ttlMs);
+  };
+  return wrapped;
 }

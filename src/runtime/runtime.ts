@@ -47,6 +47,7 @@ import type { RuntimeCore } from "./core.js";
 import { cancelRun } from "./cancel-run.js";
 import {
   planRequest,
+  leasedAtCreation,
   preparePlanRun,
   prepareRequestRun,
   validatePlan,
@@ -174,15 +175,12 @@ export class Runtime {
 
   /** `drive`: the run is recorded leased to this process, which drives it at once. */
   private prepare(plan: unknown, opts: RunOptions, drive = false) {
-    return preparePlanRun(this.plans, plan, opts, drive ? this.ownLease() : undefined);
+    return preparePlanRun(this.plans, plan, opts, drive ? { owner: this.owner, ttlMs: this.leaseTtlMs } : undefined);
   }
 
   private prepareRequest(request: string, opts: RunOptions, drive = false) {
-    return prepareRequestRun(this.plans, request, opts, drive ? this.ownLease() : undefined);
-  }
-
-  private ownLease() {
-    return { owner: this.owner, ttlMs: this.leaseTtlMs };
+    const lease = drive ? { owner: this.owner, ttlMs: this.leaseTtlMs } : undefined;
+    return prepareRequestRun(this.plans, request, opts, lease);
   }
 
   /** Validates synchronously (throws before anything is created), records the run, executes it here. */
@@ -439,26 +437,14 @@ export class Runtime {
         const values = (await this.stateOf(id)).values as RunState;
         return withVersionChanges(this.core, values, buildRunView(values));
       },
+      viewOf: (values: unknown) => withVersionChanges(this.core, values as RunState, buildRunView(values as RunState)),
       versionGate: (id: string) => versionGate(this.core, id),
     };
     let drive!: Drive;
     const after = () => {
       if (this.active.get(runId) === drive) this.active.delete(runId);
     };
-    if (created) {
-      // the history row must exist before the drive takes the lease; recorded leased to this
-      // process, its row is the lease the drive's first take answers with
-      const store = this.store;
-      const wrapped: typeof store = Object.create(store);
-      let first = true;
-      wrapped.takeLease = async (id, owner, ttlMs) => {
-        const row = await created;
-        const mine = first && row?.leaseOwner === owner;
-        first = false;
-        return mine ? row : store.takeLease(id, owner, ttlMs);
-      };
-      drive = startDrive({ ...deps, store: wrapped }, runId, input, after);
-    } else drive = startDrive(deps, runId, input, after);
+    drive = startDrive(created ? { ...deps, store: leasedAtCreation(this.store, created) } : deps, runId, input, after);
     this.active.set(runId, drive);
     this.driveSerial.set(drive, ++this.drives);
     // a caller that gives up (a request that timed out) releases a follow of another owner's drive
