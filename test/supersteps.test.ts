@@ -132,7 +132,7 @@ describe("round trips per run (the bench's count)", () => {
 });
 
 describe("round trips of a trivial run", () => {
-  test("a one-step run that never waits: 11 statements (recorded leased; its final view from the streamed state; the final sync releases the lease; no end-of-drive decisions query)", async () => {
+  test("a one-step run that never waits: 10 statements (recorded leased; its events in one batch; its final view from the streamed state; the final sync releases the lease; no end-of-drive decisions query)", async () => {
     const { openRuntime } = await import("../src/runtime/open.js");
     const o = await openRuntime({
       databaseUrl: process.env.DATABASE_URL || "",
@@ -151,9 +151,19 @@ describe("round trips of a trivial run", () => {
       const v = await h.result.finally(() => (process.env.TOOLCHAIN_CHECK_STREAMED_VIEW = check));
       count.stop();
       expect(v.status).toBe("completed");
-      expect(count.roundTrips).toBe(11);
+      expect(count.roundTrips).toBe(10);
+      // its four events (run and step started, step and run completed) in one append, one notify
+      expect(count.writes).toMatchObject({
+        "insert.tool_chain_event_logs": 1,
+        "call.pg_notify": 1,
+        "insert.checkpoints": 3,
+      });
       // the lease taken with the run row is gone with the final sync: any process may read or claim it
-      expect(await o.runtime.store.getRow(h.runId)).toMatchObject({ status: "completed", leaseOwner: null, leaseExpiresAt: null });
+      expect(await o.runtime.store.getRow(h.runId)).toMatchObject({
+        status: "completed",
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      });
     } finally {
       if (process.env.DATABASE_URL)
         await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);

@@ -156,13 +156,20 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     if (!left.size || flushError) return Promise.resolve();
     return new Promise<void>((resolve) => storedWaiters.push({ left, resolve }));
   });
+  const settled = () => (deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve());
   const flush = (): Promise<void> => {
     if (flushing || !buffer.length) return flushing ?? Promise.resolve();
-    const batch = buffer;
-    buffer = [];
-    // never ahead of the checkpoint: a step shown completed has its result saved (write-barrier.ts)
-    const written = deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve();
-    flushing = written
+    let batch: EmittedEvent[] = [];
+    // never ahead of the checkpoint: a step shown completed has its result saved (write-barrier.ts).
+    // The batch is cut once the writes in flight settled, so what was emitted meanwhile (a step's
+    // start and its end, a run's end) goes in the same statement; the writes those events report
+    // may have started during that wait: settled again before the append
+    flushing = settled()
+      .then(() => {
+        batch = buffer;
+        buffer = [];
+        return settled();
+      })
       .then(() => store.append(runId, batch, owner))
       .then(
         (numbered) => {
