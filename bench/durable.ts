@@ -71,13 +71,13 @@ async function measure(o: OpenedRuntime, saver: PostgresSaver, fn: () => Promise
 /** The three variants (one run each, returning its thread) and the saver each checkpoints to. */
 function variants(o: OpenedRuntime, n: number, shape: Shape) {
   const stock = stockSaver(o);
-  const bareRun = (saver: PostgresSaver) => {
+  const bareRun = (saver: PostgresSaver, durability?: "sync") => {
     const g = bareGraph(saver);
     return {
       saver,
       run: async () => {
         const thread = randomUUID();
-        await g.invoke({ n, shape }, { configurable: { thread_id: thread } });
+        await g.invoke({ n, shape }, { configurable: { thread_id: thread }, ...(durability ? { durability } : {}) });
         return thread;
       },
     };
@@ -92,17 +92,20 @@ function variants(o: OpenedRuntime, n: number, shape: Shape) {
       },
     },
     bare: bareRun(o.saver),
+    // the durability the runtime runs with (a superstep's checkpoint saved before the next starts:
+    // src/runtime/driver.ts): what the same guarantee costs bare LangGraph
+    bareSync: bareRun(o.saver, "sync"),
     stock: bareRun(stock),
   };
 }
 
 type VariantName = keyof ReturnType<typeof variants>;
-const NAMES: VariantName[] = ["runtime", "bare", "stock"];
+const NAMES: VariantName[] = ["runtime", "bare", "bareSync", "stock"];
 
 /** Interleaved runs of every variant, rotating which goes first. */
 async function interleaved(o: OpenedRuntime, n: number, shape: Shape, reps: number, phases = false) {
   const v = variants(o, n, shape);
-  const out: Record<VariantName, Sample[]> = { runtime: [], bare: [], stock: [] };
+  const out: Record<VariantName, Sample[]> = { runtime: [], bare: [], bareSync: [], stock: [] };
   for (let r = 0; r < reps; r++)
     for (let k = 0; k < NAMES.length; k++) {
       const name = NAMES[(r + k) % NAMES.length]!;
@@ -120,11 +123,13 @@ function counts(s: Record<VariantName, Sample[]>) {
     roundTripsPerRun: {
       runtime: med(s.runtime, "roundTrips"),
       bare: med(s.bare, "roundTrips"),
+      bareSync: med(s.bareSync, "roundTrips"),
       bareStockSaver: med(s.stock, "roundTrips"),
     },
     superstepsPerRun: {
       runtime: med(s.runtime, "supersteps"),
       bare: med(s.bare, "supersteps"),
+      bareSync: med(s.bareSync, "supersteps"),
       bareStockSaver: med(s.stock, "supersteps"),
     },
   };
@@ -137,6 +142,8 @@ async function perStep(o: OpenedRuntime, n: number, shape: Shape, reps: number) 
     runtimeMsPerStep: round(per(s.runtime)),
     bareTaskMsPerStep: round(per(s.bare)),
     ratio: round(per(s.runtime) / per(s.bare), 2),
+    bareSyncMsPerStep: round(per(s.bareSync)),
+    ratioToBareSync: round(per(s.runtime) / per(s.bareSync), 2),
     bareTaskStockSaverMsPerStep: round(per(s.stock)),
     ratioToStockSaver: round(per(s.runtime) / per(s.stock), 2),
     ...counts(s),
@@ -156,6 +163,8 @@ async function trivialRuns(o: OpenedRuntime, count: number) {
     runtimeP50Ms: round(median(ms(s.runtime)), 2),
     bareP50Ms: round(median(ms(s.bare)), 2),
     ratio: round(median(ms(s.runtime)) / median(ms(s.bare)), 2),
+    bareSyncP50Ms: round(median(ms(s.bareSync)), 2),
+    ratioToBareSync: round(median(ms(s.runtime)) / median(ms(s.bareSync)), 2),
     bareStockSaverP50Ms: round(median(ms(s.stock)), 2),
     ratioToStockSaver: round(median(ms(s.runtime)) / median(ms(s.stock)), 2),
     runtimeP90Ms: round(p90(ms(s.runtime)), 2),

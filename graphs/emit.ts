@@ -1,6 +1,10 @@
-/** Lifecycle events leave every node through LangGraph's custom stream (config.writer). */
+/**
+ * Lifecycle events leave every node for the drive's event sink when a drive of this process
+ * executes the run (src/kernel/controls.ts: a direct call, no stream machinery per event), else
+ * through LangGraph's custom stream (config.writer: the LangGraph server, Studio).
+ */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { EVENT_TAG, eventKey, isTaggedEvent, type EmittedEvent, type EventType } from "../src/kernel/events.js";
+import { EVENT_TAG, eventKey, type EmittedEvent, type EventType } from "../src/kernel/events.js";
 import type { RuntimeEnv } from "./env.js";
 import type { RunState } from "./state.js";
 
@@ -21,10 +25,28 @@ export function generationOf(g: Generations | undefined, stepId: string | undefi
   return stepId !== undefined ? (g.steps?.[stepId]?.redrive ?? 0) : (g.redrives?.length ?? 0);
 }
 
-export function emitter(config: LangGraphRunnableConfig, env: Pick<RuntimeEnv, "now">, gens?: Generations): Emit {
+/** The keys of the events a node emitted (eventsBeforeWrites), carried on the config it runs with. */
+const EMITTED = Symbol("emittedKeys");
+type Capturing = LangGraphRunnableConfig & { [EMITTED]?: string[] };
+
+/** Where a node's events go: the drive's sink, else the custom stream, else nowhere (no writer). */
+function outlet(config: LangGraphRunnableConfig, env: Pick<RuntimeEnv, "controls">) {
+  const runId = config.configurable?.thread_id;
+  const sink = typeof runId === "string" ? env.controls.eventSink(runId) : undefined;
+  if (sink) return sink;
   const write = config.writer;
+  return write ? (ev: EmittedEvent) => write({ [EVENT_TAG]: ev }) : undefined;
+}
+
+export function emitter(
+  config: LangGraphRunnableConfig,
+  env: Pick<RuntimeEnv, "now" | "controls">,
+  gens?: Generations,
+): Emit {
+  const out = outlet(config, env);
+  const keys = (config as Capturing)[EMITTED];
   return (type, stepId, data = {}, keySuffix) => {
-    if (!write) return;
+    if (!out) return;
     const ev: EmittedEvent = {
       type,
       at: new Date(env.now()).toISOString(),
@@ -32,7 +54,8 @@ export function emitter(config: LangGraphRunnableConfig, env: Pick<RuntimeEnv, "
       key: eventKey(type, stepId, keySuffix, generationOf(gens, stepId)),
     };
     if (stepId !== undefined) ev.stepId = stepId;
-    write({ [EVENT_TAG]: ev });
+    keys?.push(ev.key);
+    out(ev);
   };
 }
 
@@ -49,15 +72,10 @@ export function eventsBeforeWrites<S, U>(
   node: (state: S, config: LangGraphRunnableConfig) => Promise<U>,
 ): (state: S, config: LangGraphRunnableConfig) => Promise<U> {
   return async (state, config) => {
-    const write = config.writer;
     const runId = config.configurable?.thread_id;
-    if (!write || typeof runId !== "string") return node(state, config);
+    if (typeof runId !== "string" || !outlet(config, env)) return node(state, config);
     const keys: string[] = [];
-    const writer = (chunk: unknown) => {
-      if (isTaggedEvent(chunk)) keys.push(chunk[EVENT_TAG].key);
-      write(chunk);
-    };
-    const out = await node(state, { ...config, writer });
+    const out = await node(state, { ...config, [EMITTED]: keys } as Capturing);
     await env.controls.eventsStored(runId, keys);
     return out;
   };

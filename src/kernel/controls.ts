@@ -13,6 +13,7 @@
  */
 import type { Context } from "@opentelemetry/api";
 import type { Decision } from "./decision.js";
+import type { EmittedEvent } from "./events.js";
 
 export interface DecisionInbox {
   /** Offer a decision to the drive of this run in this process; returns false if there is none. */
@@ -31,6 +32,8 @@ interface Live {
   trace?: Context;
   /** Resolves once the events with these keys are in the run's event log (the driver's). */
   stored?: (keys: string[]) => Promise<void>;
+  /** Where the run's nodes hand their events to the drive (graphs/emit.ts). */
+  sink?: (ev: EmittedEvent) => void;
 }
 
 /** Never aborted: the signal of a graph invoked without a drive (LangGraph server, Studio). */
@@ -56,6 +59,18 @@ export class RunControls implements DecisionInbox {
   setEventLog(runId: string, stored: (keys: string[]) => Promise<void>): void {
     const l = this.live.get(runId);
     if (l) l.stored = stored;
+  }
+  /**
+   * The drive's event sink: the run's nodes hand it their events directly (graphs/emit.ts) instead
+   * of through LangGraph's custom stream, which a graph run without a drive (LangGraph server,
+   * Studio) still uses.
+   */
+  setEventSink(runId: string, sink: (ev: EmittedEvent) => void): void {
+    const l = this.live.get(runId);
+    if (l) l.sink = sink;
+  }
+  eventSink(runId: string): ((ev: EmittedEvent) => void) | undefined {
+    return this.live.get(runId)?.sink;
   }
   /**
    * Resolves once the events with these keys are stored by the drive of `runId` here (at once

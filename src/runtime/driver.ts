@@ -193,6 +193,11 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       });
     return flushing;
   };
+  const take = (ev: EmittedEvent) => {
+    buffer.push(ev);
+    void flush();
+  };
+  deps.controls.setEventSink(runId, take);
   const drain = async () => {
     while (flushing || (buffer.length && !flushError)) await (flushing ?? flush());
     if (flushError) throw flushError;
@@ -283,9 +288,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           last = payload;
           continue;
         }
-        if (!isTaggedEvent(payload)) continue;
-        buffer.push(payload[EVENT_TAG]);
-        void flush();
+        // the nodes' events come through the sink; a custom chunk is one written past it
+        if (isTaggedEvent(payload)) take(payload[EVENT_TAG]);
       }
       await drain();
       // a run that ended (terminal) ended in the superstep whose state was streamed last: that state
