@@ -16,7 +16,11 @@ const record = (runId: string) => ({
   runId,
   workspaceId: "default",
   traceId: "t",
-  plan: { steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [], arguments: { value: 1 } }] },
+  plan: {
+    steps: [{ stepId: "a", skillName: "core.pass", dependsOn: [] as string[], arguments: { value: 1 } }],
+    onFailure: "skip_dependents" as const,
+    rollbackMode: "best_effort" as const,
+  },
   context: {},
   memory: {},
 });
