@@ -66,7 +66,11 @@ try {
     for (const l of mine) {
       const s = l.t0 - t;
       console.log(
-        `${round(s, 2).toString().padStart(7)} +gap ${round(s - last, 2).toString().padStart(6)}  ${round(l.t1 - l.t0, 2).toString().padStart(6)} ms  ${l.text}`,
+        `${round(s, 2).toString().padStart(7)} +gap ${round(s - last, 2)
+          .toString()
+          .padStart(6)}  ${round(l.t1 - l.t0, 2)
+          .toString()
+          .padStart(6)} ms  ${l.text}`,
       );
       last = Math.max(last, l.t1 - t);
     }
