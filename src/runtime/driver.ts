@@ -47,8 +47,11 @@ export interface DriveDeps {
   driveRetry: DriveRetryPolicy;
   /** The run's view from its checkpoint. */
   view(runId: string): Promise<RunView>;
-  /** The same view from the graph's state as a drive last streamed it (no checkpoint read). */
-  viewOf(values: unknown): Promise<RunView>;
+  /**
+   * The same view from the state a drive streamed last, when that state is a run that ended
+   * (terminal); undefined otherwise (no checkpoint read either way).
+   */
+  viewOf(values: unknown): Promise<RunView | undefined>;
   /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
   /**
@@ -193,7 +196,11 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       });
     return flushing;
   };
+  // events are taken while the graph streams: what a node still emits after the stream ended or
+  // failed (a skill that ignored its abort) is dropped, as a custom chunk of a closed stream was
+  let streaming = false;
   const take = (ev: EmittedEvent) => {
+    if (!streaming) return;
     buffer.push(ev);
     void flush();
   };
@@ -268,6 +275,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           .finally(() => (polling = false));
       }, deps.decisionPollMs);
 
+      // the graph starts executing (and its nodes emitting) as soon as the stream is made
+      streaming = true;
       const stream = await inContext(spans.ctx, () =>
         graph.stream(start.input as never, {
           configurable: { thread_id: runId, [SEED_KEY]: start.seed },
@@ -282,23 +291,27 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         }),
       );
       let last: unknown;
-      for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
-        const payload = chunk[1];
-        if (chunk[0] === "values") {
-          last = payload;
-          continue;
+      try {
+        for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
+          const payload = chunk[1];
+          if (chunk[0] === "values") {
+            last = payload;
+            continue;
+          }
+          // the nodes' events come through the sink; a custom chunk is one written past it
+          if (isTaggedEvent(payload)) take(payload[EVENT_TAG]);
         }
-        // the nodes' events come through the sink; a custom chunk is one written past it
-        if (isTaggedEvent(payload)) take(payload[EVENT_TAG]);
+      } finally {
+        streaming = false;
       }
       await drain();
       // a run that ended (terminal) ended in the superstep whose state was streamed last: that state
       // is its checkpoint's. Otherwise (an interrupt: the checkpoint's view also shows the writes its
       // finished tasks saved) the checkpoint is read.
       const streamed = last !== undefined ? await deps.viewOf(last) : undefined;
-      const view = streamed && TERMINAL_RUN.has(streamed.status) ? streamed : await deps.view(runId);
-      if (view === streamed && process.env.TOOLCHAIN_CHECK_STREAMED_VIEW === "1")
-        await sameAsCheckpoint(view, await deps.view(runId));
+      const view = streamed ?? (await deps.view(runId));
+      if (streamed && process.env.TOOLCHAIN_CHECK_STREAMED_VIEW === "1")
+        await sameAsCheckpoint(streamed, await deps.view(runId));
       // a process that died between a node's checkpoint and the event flush lost those events;
       // the state knows what happened: add what is missing (keys make this a no-op otherwise;
       // what this drive's own appends stored is not asked for again)
@@ -365,6 +378,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       }
       throw new DriveFailedError(runId, err, outcome);
     } finally {
+      streaming = false;
       clearInterval(heartbeat);
       clearInterval(poller);
       releaseStored(true);
@@ -415,7 +429,6 @@ const TERMINAL_EVENT: Partial<Record<string, EventType>> = {
   cancelled: "step_cancelled",
 };
 
-/** The lifecycle events a settled view implies, with the keys the nodes use for them (a redriven step's included). */
 /**
  * Tests (test/setup/shared-pglite.ts sets TOOLCHAIN_CHECK_STREAMED_VIEW): the view a drive ends
  * with, built from the streamed state, must be the one its checkpoint gives.
@@ -426,6 +439,7 @@ async function sameAsCheckpoint(streamed: RunView, stored: RunView): Promise<voi
   if (a !== b) throw new Error(`the streamed final view differs from the checkpoint's:\n${a}\n${b}`);
 }
 
+/** The lifecycle events a settled view implies, with the keys the nodes use for them (a redriven step's included). */
 export function backfill(view: RunView): EmittedEvent[] {
   const at = view.updatedAt;
   const redrives = view.redrives ?? [];

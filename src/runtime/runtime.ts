@@ -45,6 +45,7 @@ import { withVersionChanges } from "./version-changes.js";
 import type { RunRow } from "../store/run-store.js";
 import type { RuntimeCore } from "./core.js";
 import { cancelRun } from "./cancel-run.js";
+import { TERMINAL_RUN } from "../kernel/status.js";
 import {
   planRequest,
   leasedAtCreation,
@@ -437,7 +438,10 @@ export class Runtime {
         const values = (await this.stateOf(id)).values as RunState;
         return withVersionChanges(this.core, values, buildRunView(values));
       },
-      viewOf: (values: unknown) => withVersionChanges(this.core, values as RunState, buildRunView(values as RunState)),
+      viewOf: async (values: unknown) => {
+        const v = buildRunView(values as RunState);
+        return TERMINAL_RUN.has(v.status) ? withVersionChanges(this.core, values as RunState, v) : undefined;
+      },
       versionGate: (id: string) => versionGate(this.core, id),
     };
     let drive!: Drive;
