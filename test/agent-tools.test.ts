@@ -433,9 +433,12 @@ describe(`chains as agent tools on ${serverUrl ? "postgres-server" : "postgres-e
     const threadId = `abort-${freshSchema()}`;
     // the agent's process "dies" (its invocation is aborted) while the chain's slow step runs
     const stop = new AbortController();
+    // durability "sync": the agent's model step is checkpointed before its tool runs, so the process
+    // dies after it (with the default "async" a fast chain could start before that checkpoint
+    // committed on a loaded Postgres; the scripted model's first answer would then be asked again)
     const first = agent.invoke(
       { messages: [new HumanMessage("run the slow chain")] },
-      { configurable: { thread_id: threadId }, signal: stop.signal },
+      { configurable: { thread_id: threadId }, signal: stop.signal, durability: "sync" },
     );
     const runId = toolCallRunId(ws, threadId, "call_slow");
     for (let i = 0; i < 200 && effects(runId, "slow") === 0; i++) await new Promise((r) => setTimeout(r, 25));
