@@ -52,15 +52,25 @@ describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose
     return { world, ledger, runId: h.runId, b: world.procs[1]!.runtime };
   }
   /** The live process takes the run over once the dead one's lease expired (it may already drive it, from its own cancel). */
-  const takeOver = (b: Runtime, runId: string) =>
-    waitFor(
-      async () => {
-        await b.recover();
-        const row = await b.store.getRow(runId);
-        return row?.status === "cancelled" && row.leaseOwner === null && !b.activeRuns().includes(runId);
-      },
-      { timeoutMs: 20_000, intervalMs: 25, what: `run ${runId} taken over and cancelled` },
-    );
+  const takeOver = async (b: Runtime, runId: string) => {
+    let seen = "";
+    try {
+      await waitFor(
+        async () => {
+          await b.recover();
+          const row = await b.store.getRow(runId);
+          const active = b.activeRuns().includes(runId);
+          seen = JSON.stringify({ ...row, plan: undefined, active });
+          return row?.status === "cancelled" && row.leaseOwner === null && !active;
+        },
+        { timeoutMs: 20_000, intervalMs: 25, what: `run ${runId} taken over and cancelled` },
+      );
+    } catch (e) {
+      // what the run stood at, for a failure that only shows under load
+      const events = (await b.events(runId)).map((x) => `${x.type}${x.stepId ? `:${x.stepId}` : ""}`);
+      throw new Error(`${(e as Error).message}; last row ${seen}; events ${events.join(" ")}`);
+    }
+  };
 
   test("the first cancel reason wins: a second cancel recorded before anyone applied the first changes nothing", async () => {
     const { b, runId } = await abandonedRun();
