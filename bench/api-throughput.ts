@@ -13,12 +13,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { cpus as cpuList, loadavg } from "node:os";
-import path from "node:path";
 import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
 import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import autocannon from "autocannon";
 import { canPin, cpuSecondsOf, pin, postgresCpuSeconds, postgresPids } from "./procs.js";
 import { emitLine, log, now, round, sleep } from "./timing.js";
+import { bundleEntry } from "../scripts/bundle.js";
 
 const cpuCount = () => cpuList().length;
 
@@ -133,15 +133,16 @@ export async function runsVersusBare(
 }
 
 /** A `toolchain worker` process on the given schema; resolves once it polls. */
-function startWorker(env: Record<string, string>, cpus?: string): Promise<ChildProcess> {
-  const argv = [process.execPath, "--import", "tsx", path.resolve("src/cli/main.ts"), "worker"];
+async function startWorker(env: Record<string, string>, cpus?: string): Promise<ChildProcess> {
+  // as `npm run worker` starts it: from the bundle, plain node
+  const argv = [process.execPath, "--liftoff-only", await bundleEntry("src/cli/main.ts"), "worker"];
   // taskset execs node in place: the child's pid is the worker's
   const [cmd, ...args] = cpus ? ["taskset", "-c", cpus, ...argv] : argv;
   const proc = spawn(cmd!, args, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
-  return new Promise((resolve, reject) => {
+  return new Promise<ChildProcess>((resolve, reject) => {
     let err = "";
     proc.stderr!.on("data", (d: Buffer) => {
       err += d.toString();

