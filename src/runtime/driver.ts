@@ -7,6 +7,7 @@
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Command } from "@langchain/langgraph";
 import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
+import { freshThreadKey } from "./fresh-thread.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type EventType, type RunEvent } from "../kernel/events.js";
@@ -59,6 +60,8 @@ export interface DriveDeps {
    * process lacks one (the run stays for a process that has it), `unavailable` after the grace period.
    */
   versionGate?(runId: string): Promise<VersionGate | undefined>;
+  /** A new run's first drive: its thread has no checkpoint to read (fresh-thread.ts). */
+  freshThread?: boolean;
 }
 
 export type VersionGate = { leave: VersionGap } | { unavailable: VersionGap };
@@ -279,7 +282,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       streaming = true;
       const stream = await inContext(spans.ctx, () =>
         graph.stream(start.input as never, {
-          configurable: { thread_id: runId, [SEED_KEY]: start.seed },
+          configurable: { thread_id: runId, [SEED_KEY]: start.seed, ...freshThreadKey(deps.freshThread) },
           // "values": the state after each superstep, so the drive's end needs no checkpoint read
           streamMode: ["custom", "values"],
           recursionLimit: 1_000_000,

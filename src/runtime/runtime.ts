@@ -8,6 +8,7 @@
  */
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
+import { answerFreshThreads } from "./fresh-thread.js";
 import type { RunState } from "../kernel/run-state.js";
 import type { ConfirmInput } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
@@ -112,7 +113,7 @@ export class Runtime {
       this.checkpointer,
       this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined,
     );
-    this.graph = compileToolchainGraph(this.env, saver);
+    this.graph = compileToolchainGraph(this.env, answerFreshThreads(saver));
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -448,7 +449,9 @@ export class Runtime {
     const after = () => {
       if (this.active.get(runId) === drive) this.active.delete(runId);
     };
-    drive = startDrive(created ? { ...deps, store: leasedAtCreation(this.store, created) } : deps, runId, input, after);
+    // a new run's first drive: its row is inserted before the drive streams, its thread is empty
+    const first = created && { ...deps, store: leasedAtCreation(this.store, created), freshThread: true };
+    drive = startDrive(first || deps, runId, input, after);
     this.active.set(runId, drive);
     this.driveSerial.set(drive, ++this.drives);
     // a caller that gives up (a request that timed out) releases a follow of another owner's drive

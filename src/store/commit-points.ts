@@ -108,6 +108,8 @@ export function installCommitPoints(pool: pg.Pool): void {
 export interface StatementCount {
   roundTrips: number;
   checkpointPuts: number;
+  /** Reads of the checkpoints table (LangGraph's getTuple/list). */
+  checkpointReads: number;
   /** Statements per write they make (`insert.checkpoints`, `call.pg_notify`, ...: `writesOf`), each counted once per statement. */
   writes: Record<string, number>;
   stop(): void;
@@ -119,9 +121,16 @@ export interface StatementCount {
  * into LangGraph's `checkpoints` table (one per superstep, the input's included).
  */
 export function countStatements(pool: pg.Pool): StatementCount {
-  const count: StatementCount = { roundTrips: 0, checkpointPuts: 0, writes: {}, stop: () => stop() };
+  const count: StatementCount = {
+    roundTrips: 0,
+    checkpointPuts: 0,
+    checkpointReads: 0,
+    writes: {},
+    stop: () => stop(),
+  };
   const stop = observeStatements(pool, () => (text) => {
     count.roundTrips++;
+    if (/^\s*select\b/i.test(text) && /\bcheckpoints\b/i.test(text)) count.checkpointReads++;
     const writes = new Set(writesOf(text));
     if (writes.has("insert.checkpoints")) count.checkpointPuts++;
     for (const w of writes) count.writes[w] = (count.writes[w] ?? 0) + 1;
