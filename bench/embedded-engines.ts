@@ -14,10 +14,11 @@
  * a second process (test/fixtures/migrate-child.ts, i.e. the CLI) can use the database meanwhile.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { processTree } from "./procs.js";
 
 const self = fileURLToPath(import.meta.url);
 // the repository: this file's parent, or (run from its bundle in .cache/bench) two levels up
@@ -29,25 +30,6 @@ const emit = (o: Record<string, unknown>) => console.log(JSON.stringify({ ...o, 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ms = (t0: number) => Math.round(performance.now() - t0);
 
-/** This process and every descendant (postgres is node → sh watchdog → postmaster → backends). */
-function tree(pid: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      (kids.get(ppid) ?? kids.set(ppid, []).get(ppid)!).push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => (out.push(p), (kids.get(p) ?? []).forEach(walk));
-  walk(pid);
-  return out;
-}
-
 function memory(): {
   rssMB: number;
   pssMB: number;
@@ -58,7 +40,7 @@ function memory(): {
 } {
   let rss = 0;
   let pss = 0;
-  const pids = tree(process.pid);
+  const pids = processTree(process.pid);
   for (const p of pids) {
     try {
       const t = readFileSync(`/proc/${p}/smaps_rollup`, "utf8");

@@ -33,6 +33,25 @@ export function postgresPids(): number[] {
   return out;
 }
 
+/** A process and every descendant (postgres is node → sh watchdog → postmaster → backends). */
+export function processTree(pid: number): number[] {
+  const kids = new Map<number, number[]>();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      (kids.get(ppid) ?? kids.set(ppid, []).get(ppid)!).push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => (out.push(p), (kids.get(p) ?? []).forEach(walk));
+  walk(pid);
+  return out;
+}
+
 /** CPU seconds used so far by the server Postgres running on this machine. */
 export const postgresCpuSeconds = (): number => postgresPids().reduce((s, p) => s + cpuSecondsOf(p), 0);
 

@@ -5,35 +5,18 @@
  * rebuilt exactly when one of its inputs changed, so a start after an edit runs the edit.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, expect, test } from "vitest";
 import { bundleEntry } from "../scripts/bundle.js";
+import { processTree } from "../bench/procs.js";
 import { call } from "./helpers/api.js";
 import { freshSchema, serverUrl } from "./helpers/backends.js";
 import { seedDataDir } from "./helpers/prebuilt.js";
 import { waitFor } from "./helpers/wait.js";
 
-/** The pids below `pid` (npm → sh → node). */
-function descendants(pid: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      (kids.get(ppid) ?? kids.set(ppid, []).get(ppid)!).push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => (kids.get(p) ?? []).forEach((k) => (out.push(k), walk(k)));
-  walk(pid);
-  return out;
-}
 const cmdline = (pid: number) => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
@@ -74,7 +57,7 @@ test.runIf(process.platform === "linux")(
         },
         { timeoutMs: 90_000, intervalMs: 50, what: "`npm start` printing its key" },
       );
-      const server = descendants(npm.pid!)
+      const server = processTree(npm.pid!)
         .map(cmdline)
         .find((c) => c.includes("serve"));
       expect(server).toBeDefined();
