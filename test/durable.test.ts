@@ -7,7 +7,7 @@ import type { MemorySaver } from "@langchain/langgraph";
 import type { RunEvent, RunView } from "../src/index.js";
 import type { Runtime } from "../src/runtime/runtime.js";
 import type { Database } from "../src/store/db.js";
-import { backfill } from "../src/runtime/driver.js";
+import { backfill } from "../src/runtime/backfill.js";
 import { backends } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger, Gates, gateSkill } from "./helpers/skills.js";
 import { settle } from "./helpers/run.js";
