@@ -132,7 +132,7 @@ describe("round trips per run (the bench's count)", () => {
 });
 
 describe("round trips of a trivial run", () => {
-  test("a one-step run that never waits: 9 statements (recorded leased; no read of its empty thread; its events in one batch; its final view from the streamed state; the final sync releases the lease; no end-of-drive decisions query)", async () => {
+  test("a one-step run that never waits: 8 statements (recorded leased; no read of its empty thread; its events in one batch; its final projection, releasing the lease, in its final checkpoint's statement; no end-of-drive decisions query)", async () => {
     const { openRuntime } = await import("../src/runtime/open.js");
     const o = await openRuntime({
       databaseUrl: process.env.DATABASE_URL || "",
@@ -151,7 +151,7 @@ describe("round trips of a trivial run", () => {
       const v = await h.result.finally(() => (process.env.TOOLCHAIN_CHECK_STREAMED_VIEW = check));
       count.stop();
       expect(v.status).toBe("completed");
-      expect(count.roundTrips).toBe(9);
+      expect(count.roundTrips).toBe(8);
       // its thread is new (the run row was just inserted): LangGraph's first read is answered without a query
       expect(count.checkpointReads).toBe(0);
       // its four events (run and step started, step and run completed) in one append, one notify
@@ -159,6 +159,11 @@ describe("round trips of a trivial run", () => {
         "insert.tool_chain_event_logs": 1,
         "call.pg_notify": 1,
         "insert.checkpoints": 3,
+      });
+      // the run row and its step rows written once, by the final checkpoint's statement (final-ride.ts)
+      expect(count.writes).toMatchObject({
+        "update.tool_chain_runs(status)": 1,
+        "update.tool_chain_runs(last_seq)": 1,
       });
       // the lease taken with the run row is gone with the final sync: any process may read or claim it
       expect(await o.runtime.store.getRow(h.runId)).toMatchObject({

@@ -8,6 +8,7 @@ import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Command } from "@langchain/langgraph";
 import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
 import { freshThreadKey } from "./fresh-thread.js";
+import { finalRideKey, type FinalRide } from "./final-ride.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type RunEvent } from "../kernel/events.js";
@@ -62,6 +63,8 @@ export interface DriveDeps {
   versionGate?(runId: string): Promise<VersionGate | undefined>;
   /** A new run's first drive: its thread has no checkpoint to read (fresh-thread.ts). */
   freshThread?: boolean;
+  /** The saver's checkpoints can carry the run's final projection (final-ride.ts). */
+  finalRide?: boolean;
 }
 
 export type VersionGate = { leave: VersionGap } | { unavailable: VersionGap };
@@ -115,6 +118,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   deps.controls.open(runId);
   const cancelFrom = (req: CancelRequest) => deps.controls.cancel(runId, cancelError(req.reason, req));
   let leased = false;
+  // the final projection rode in the run's final checkpoint (final-ride.ts)
+  let ridden: RunView | undefined;
   // the final sync released the lease (nothing to release at the end)
   let released = false;
   // what started this drive (a confirm request, a worker's poll): the drive's span links to it
@@ -278,11 +283,40 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
           .finally(() => (polling = false));
       }, deps.decisionPollMs);
 
+      // the run's final projection in its final checkpoint's statement (final-ride.ts): only when
+      // nothing is left for this drive after it, as for the sync that releases the lease below
+      const ride: FinalRide | undefined =
+        deps.finalRide && store.syncRider && !(start.input instanceof Command)
+          ? async (values) => {
+              if (ridden || waited || flushError || flushing || buffer.length) return undefined;
+              const view = await deps.viewOf(values);
+              if (!view || view.pendingConfirmations.length) return undefined;
+              if (backfill(view).some((e) => !persisted.has(e.key))) return undefined;
+              const rider = store.syncRider?.(view, owner);
+              return (
+                rider && {
+                  ...rider,
+                  committed: (row) => {
+                    rider.committed(row);
+                    ridden = view;
+                    released = true;
+                    clearInterval(heartbeat);
+                    clearInterval(poller);
+                  },
+                }
+              );
+            }
+          : undefined;
       // the graph starts executing (and its nodes emitting) as soon as the stream is made
       streaming = true;
       const stream = await inContext(spans.ctx, () =>
         graph.stream(start.input as never, {
-          configurable: { thread_id: runId, [SEED_KEY]: start.seed, ...freshThreadKey(deps.freshThread) },
+          configurable: {
+            thread_id: runId,
+            [SEED_KEY]: start.seed,
+            ...freshThreadKey(deps.freshThread),
+            ...finalRideKey(ride),
+          },
           // "values": the state after each superstep, so the drive's end needs no checkpoint read
           streamMode: ["custom", "values"],
           recursionLimit: 1_000_000,
@@ -313,8 +347,12 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       // finished tasks saved) the checkpoint is read.
       const streamed = last !== undefined ? await deps.viewOf(last) : undefined;
       const view = streamed ?? (await deps.view(runId));
-      if (streamed && process.env.TOOLCHAIN_CHECK_STREAMED_VIEW === "1")
+      if (streamed && process.env.TOOLCHAIN_CHECK_STREAMED_VIEW === "1") {
         await sameAsCheckpoint(streamed, await deps.view(runId));
+        if (ridden) await sameAsCheckpoint(ridden, streamed);
+      }
+      // the projection that rode is this view's (else the sync below writes it)
+      const rode = ridden !== undefined && JSON.stringify(ridden) === JSON.stringify(view);
       // a process that died between a node's checkpoint and the event flush lost those events;
       // the state knows what happened: add what is missing (keys make this a no-op otherwise;
       // what this drive's own appends stored is not asked for again)
@@ -332,7 +370,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         // nothing left for this drive after its sync: the sync releases the lease (one statement)
         clearInterval(heartbeat);
         clearInterval(poller);
-        await store.sync(view, owner, { releaseLease: true });
+        if (!rode) await store.sync(view, owner, { releaseLease: true });
         released = true;
       } else await store.sync(view, owner);
       await spans.end({ status: view.status, error: view.error, waiting: view.pendingConfirmations.length });

@@ -26,6 +26,7 @@ import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
 import { WriteBarrier } from "./write-barrier.js";
+import { canRide, rideFinalCheckpoints } from "./final-ride.js";
 import { followStored } from "./follow.js";
 import { continueRun, hasRequestToApply, inputFor } from "./continue-run.js";
 import type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
@@ -110,7 +111,7 @@ export class Runtime {
     });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
     const saver = this.writes.wrap(
-      this.checkpointer,
+      rideFinalCheckpoints(this.checkpointer),
       this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined,
     );
     this.graph = compileToolchainGraph(this.env, answerFreshThreads(saver));
@@ -434,6 +435,7 @@ export class Runtime {
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
+      finalRide: canRide(this.checkpointer),
       // the settled view a caller is answered with says, as every other view does, what a deploy changed
       view: async (id: string) => {
         const values = (await this.stateOf(id)).values as RunState;

@@ -112,6 +112,8 @@ export interface StatementCount {
   checkpointReads: number;
   /** Statements per write they make (`insert.checkpoints`, `call.pg_notify`, ...: `writesOf`), each counted once per statement. */
   writes: Record<string, number>;
+  /** Each statement's writes (`writesOf`), in the order they were sent. */
+  statements: string[][];
   stop(): void;
 }
 
@@ -126,12 +128,14 @@ export function countStatements(pool: pg.Pool): StatementCount {
     checkpointPuts: 0,
     checkpointReads: 0,
     writes: {},
+    statements: [],
     stop: () => stop(),
   };
   const stop = observeStatements(pool, () => (text) => {
     count.roundTrips++;
     if (/^\s*select\b/i.test(text) && /\bcheckpoints\b/i.test(text)) count.checkpointReads++;
     const writes = new Set(writesOf(text));
+    count.statements.push([...writes]);
     if (writes.has("insert.checkpoints")) count.checkpointPuts++;
     for (const w of writes) count.writes[w] = (count.writes[w] ?? 0) + 1;
   });

@@ -16,6 +16,7 @@ import { PgLeases } from "./pg-leases.js";
 import { PgRunList } from "./pg-run-list.js";
 import { runRowFrom, viewFromRows } from "./pg-run-rows.js";
 import { ViewGenerations } from "./view-generations.js";
+import { shiftParams, type StatementRider } from "./statement-rider.js";
 import {
   LeaseLostError,
   type ControlRequests,
@@ -217,7 +218,30 @@ export class PgRunStore implements RunStore {
     this.changed({ runId: v.runId, events: [] });
   }
 
-  private async syncTx(v: RunView, owner: string | undefined, release: boolean): Promise<void> {
+  /**
+   * The final projection riding in the run's final checkpoint statement (src/runtime/final-ride.ts),
+   * the lease released with it; undefined when it needs a transaction of its own (a planner's plan
+   * written back with its steps).
+   */
+  syncRider(v: RunView, owner: string): StatementRider | undefined {
+    if (v.planning) return undefined;
+    const { ctes, params } = this.syncStatement(v, owner, true);
+    return {
+      params,
+      sql: (base) => ({
+        ctes: shiftParams(ctes, base),
+        select: "SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM st) AS steps",
+      }),
+      committed: (row) => {
+        if (Number(row.runs) !== 1) throw new LeaseLostError(v.runId, owner);
+        this.log.forget(v.runId);
+        this.changed({ runId: v.runId, events: [] });
+      },
+    };
+  }
+
+  /** The run row, then its step rows only if the run row was written (the lease still ours): atomic in one statement. */
+  private syncStatement(v: RunView, owner: string | undefined, release: boolean): { ctes: string; params: unknown[] } {
     const rows = v.steps.map((s) => ({
       step_id: s.stepId,
       status: s.status,
@@ -243,9 +267,7 @@ export class PgRunStore implements RunStore {
       JSON.stringify({ memoryKeys: Object.keys(v.memory) }),
       release,
     ];
-    // the run row, then its step rows only if the run row was written (the lease still ours):
-    // one statement, atomic as the transaction it replaces
-    const sql = `WITH ru AS (
+    const ctes = `ru AS (
          UPDATE ${this.runs} SET status = $2, memory = $3::jsonb, result = $4::jsonb, error = $5::jsonb, pending_confirmations = ${KEEP_DEADLINES}, updated_at = now(),
            drive_failures = 0, next_attempt_at = NULL,
            lease_owner = CASE WHEN $10::boolean THEN NULL ELSE lease_owner END,
@@ -261,7 +283,13 @@ export class PgRunStore implements RunStore {
            rollback_status text, rollback_error jsonb, started_at timestamptz, finished_at timestamptz)
          WHERE s.run_id = $1 AND s.step_id = x.step_id AND EXISTS (SELECT 1 FROM ru)
            AND (s.status IS DISTINCT FROM x.status OR s.output IS DISTINCT FROM x.output OR s.input IS DISTINCT FROM x.input OR s.rollback_status IS DISTINCT FROM x.rollback_status)
-         RETURNING 1)
+         RETURNING 1)`;
+    return { ctes, params };
+  }
+
+  private async syncTx(v: RunView, owner: string | undefined, release: boolean): Promise<void> {
+    const { ctes, params } = this.syncStatement(v, owner, release);
+    const sql = `WITH ${ctes}
        SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM st) AS steps`;
     const write = async (q: (sql: string, params: unknown[]) => Promise<{ rows: { runs: string }[] }>) => {
       const { rows: out } = await q(sql, params);

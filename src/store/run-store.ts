@@ -14,6 +14,7 @@ import type { RunView } from "../kernel/run-view.js";
 import { ErrorCode, ToolchainError, type StepError } from "../kernel/errors.js";
 import type { EventLog } from "./event-log.js";
 import type { IntentLog } from "./intent-log.js";
+import type { StatementRider } from "./statement-rider.js";
 
 export type { IntentLog } from "./intent-log.js";
 
@@ -232,6 +233,11 @@ export interface RunStore extends EventLog, IntentLog {
    * it: one round trip instead of two).
    */
   sync(view: RunView, owner?: string, opts?: SyncOptions): Promise<void>;
+  /**
+   * `sync` with the lease released, as a write riding in the run's final checkpoint statement
+   * (src/runtime/final-ride.ts); absent where the store and the saver share no database.
+   */
+  syncRider?(view: RunView, owner: string): StatementRider | undefined;
   /** The stored view (works after checkpoints were pruned). */
   getView(runId: string): Promise<RunView | undefined>;
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;

@@ -13,10 +13,14 @@
  * (all the blobs and the checkpoint row, or none; all of a task's writes, or none) holds as before.
  * Reads (`getTuple`, `list`) are the stock saver's. `test/checkpointer-conformance.int.test.ts`
  * runs LangGraph's conformance suite against this class.
+ *
+ * `putWith` saves a checkpoint with another write riding in the same statement (a run's final
+ * projection with its final checkpoint: src/runtime/final-ride.ts): both commit, or neither.
  */
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata, ChannelVersions, PendingWrite } from "@langchain/langgraph-checkpoint";
+import type { StatementRider } from "./statement-rider.js";
 
 type Row = unknown[];
 interface Internals {
@@ -48,7 +52,7 @@ function tableOf(sql: string): string {
 const SPECIAL = new Set(["__error__", "__scheduled__", "__interrupt__", "__resume__"]);
 
 export class BatchedPostgresSaver extends PostgresSaver {
-  private sqlCache?: { put: string; writesUpsert: string; writesInsert: string };
+  private sqlCache?: { put: string; putCtes: string; writesUpsert: string; writesInsert: string };
 
   private get sql() {
     if (this.sqlCache) return this.sqlCache;
@@ -61,15 +65,19 @@ export class BatchedPostgresSaver extends PostgresSaver {
        SELECT $1, $2, $3, $4, x.idx, x.channel, x.type, x.blob
        FROM unnest($5::int[], $6::text[], $7::text[], $8::bytea[]) AS x(idx, channel, type, blob)
        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${conflict}`;
-    this.sqlCache = {
-      put: `WITH b AS (
+    const blobsCte = `b AS (
               INSERT INTO ${blobs} (thread_id, checkpoint_ns, channel, version, type, blob)
               SELECT $1, $2, x.channel, x.version, x.type, x.blob
               FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[]) AS x(channel, version, type, blob)
-              ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)
-            INSERT INTO ${checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+              ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)`;
+    const checkpointInsert = `INSERT INTO ${checkpoints} (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
             VALUES ($1, $2, $7, $8, $9, $10)
-            ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`,
+            ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`;
+    this.sqlCache = {
+      put: `WITH ${blobsCte}
+            ${checkpointInsert}`,
+      putCtes: `WITH ${blobsCte},
+            ck AS (${checkpointInsert})`,
       writesUpsert: writesInsert(
         "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob",
       ),
@@ -78,11 +86,22 @@ export class BatchedPostgresSaver extends PostgresSaver {
     return this.sqlCache;
   }
 
-  override async put(
+  override put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    return this.putWith(config, checkpoint, metadata, newVersions);
+  }
+
+  /** `put`, with `rider`'s write in the same statement. */
+  async putWith(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+    rider?: StatementRider,
   ): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error(`Missing "configurable" field in "config" param`);
     const {
@@ -97,7 +116,7 @@ export class BatchedPostgresSaver extends PostgresSaver {
       self._dumpMetadata(metadata),
     ]);
     // rows: [thread_id, checkpoint_ns, channel, version, type, blob | undefined]
-    await self.pool.query(this.sql.put, [
+    const params = [
       thread_id,
       checkpoint_ns,
       blobs.map((r) => r[2]),
@@ -108,7 +127,16 @@ export class BatchedPostgresSaver extends PostgresSaver {
       checkpoint_id,
       serializedCheckpoint,
       serializedMetadata,
-    ]);
+    ];
+    if (!rider) await self.pool.query(this.sql.put, params);
+    else {
+      const extra = rider.sql(params.length);
+      const res = (await self.pool.query(`${this.sql.putCtes}, ${extra.ctes} ${extra.select}`, [
+        ...params,
+        ...rider.params,
+      ])) as { rows: Record<string, unknown>[] };
+      rider.committed(res.rows[0]!);
+    }
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
   }
 
