@@ -18,7 +18,7 @@ describe.runIf(privatePostgresAvailable)("Postgres restarted mid-run", () => {
   });
 
   test("the run continues from its checkpoint after the database comes back; history is consistent", async () => {
-    pgsrv = startPrivatePostgres(54_000 + Math.floor(Math.random() * 1_000));
+    pgsrv = startPrivatePostgres();
     opened = await openRuntime({ databaseUrl: pgsrv.url, schema: "toolchain", leaseTtlMs: 1_000, poolSize: 4 });
     const { runtime, db } = opened;
     const fx = await effectSkills(db.pool, "toolchain");

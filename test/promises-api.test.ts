@@ -142,7 +142,7 @@ describe(`API promises (${postgresBackend.name})`, () => {
 
 describe.runIf(privatePostgresAvailable)("readiness against a real database", () => {
   test("/readyz answers 503 NOT_READY while the database is down; /healthz stays 200", async () => {
-    const pgsrv = startPrivatePostgres(55_000 + Math.floor(Math.random() * 1_000));
+    const pgsrv = startPrivatePostgres();
     let stopped = false;
     const srv = await startServer(
       configFromEnv({ DATABASE_URL: pgsrv.url, PORT: "0", TOOLCHAIN_DEV_KEY: "0", REDIS_URL: "" }),
