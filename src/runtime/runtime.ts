@@ -441,10 +441,11 @@ export class Runtime {
         const values = (await this.stateOf(id)).values as RunState;
         return withVersionChanges(this.core, values, buildRunView(values));
       },
-      viewOf: async (values: unknown) => {
-        const v = buildRunView(values as RunState);
-        return TERMINAL_RUN.has(v.status) ? withVersionChanges(this.core, values as RunState, v) : undefined;
-      },
+      // asked per root checkpoint by the final ride: a run not yet ended costs no view
+      viewOf: async (values: unknown) =>
+        TERMINAL_RUN.has((values as RunState).status)
+          ? withVersionChanges(this.core, values as RunState, buildRunView(values as RunState))
+          : undefined,
       versionGate: (id: string) => versionGate(this.core, id),
     };
     let drive!: Drive;
