@@ -9,7 +9,7 @@
  */
 import { Annotation, END, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
-import { emitLine, log, maybeGc, median, now, round, superstepsOf } from "./timing.js";
+import { emitLine, inPhase, log, maybeGc, median, now, round, superstepsOf } from "./timing.js";
 
 export type Shape = "chain" | "fanout";
 
@@ -45,9 +45,9 @@ export async function runtimeRun(n: number, shape: Shape): Promise<number> {
 /** Supersteps of one runtime run and one bare-task run of this size and shape (untimed). */
 export async function superstepsPerRun(n: number, shape: Shape): Promise<{ runtime: number; bareTask: number }> {
   const saver = new MemorySaver();
-  const view = await createRuntime({ checkpointer: saver }).run(noopPlan(n, shape)).result;
+  const view = await inPhase("runtime", () => createRuntime({ checkpointer: saver }).run(noopPlan(n, shape)).result);
   const bare = buildBareTaskGraph(n, shape);
-  await bare.invoke({ count: 0 }, { configurable: { thread_id: "supersteps" } });
+  await inPhase(PHASE.bareTask, () => bare.invoke({ count: 0 }, { configurable: { thread_id: "supersteps" } }));
   return {
     runtime: await superstepsOf(saver, view.runId),
     bareTask: await superstepsOf(bare.checkpointer as MemorySaver, "supersteps"),
@@ -100,11 +100,14 @@ const RUN: Record<Variant, (n: number, shape: Shape) => Promise<number>> = {
   raw: rawRun,
 };
 const VARIANTS: Variant[] = ["runtime", "bareTask", "raw"];
+// warnings (bench/run.ts counts MaxListenersExceededWarning per phase) are attributed to the variant that ran
+const PHASE: Record<Variant, string> = { runtime: "runtime", bareTask: "bare task() baseline", raw: "raw promises" };
 
 export async function overheadSuite(opts: OverheadOptions): Promise<void> {
   const shapes: Shape[] = ["chain", "fanout"];
   // warm-up: every variant and shape once, unrecorded
-  for (const shape of shapes) for (const v of VARIANTS) await RUN[v](Math.min(opts.steps, 200), shape);
+  for (const shape of shapes)
+    for (const v of VARIANTS) await inPhase(PHASE[v], () => RUN[v](Math.min(opts.steps, 200), shape));
 
   const perStep1k: Record<Shape, number> = { chain: Number.NaN, fanout: Number.NaN };
   for (const shape of shapes) {
@@ -113,7 +116,7 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
       for (let k = 0; k < VARIANTS.length; k++) {
         const v = VARIANTS[(r + k) % VARIANTS.length]!;
         maybeGc();
-        samples[v].push((await RUN[v](opts.steps, shape)) / opts.steps);
+        samples[v].push((await inPhase(PHASE[v], () => RUN[v](opts.steps, shape))) / opts.steps);
       }
       log(
         `overhead ${shape} ${opts.steps} rep ${r + 1}/${opts.reps}: ${VARIANTS.map((v) => `${v} ${round(samples[v].at(-1)!, 4)}`).join(", ")} ms/step`,
@@ -137,7 +140,7 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
     const samples: number[] = [];
     for (let r = 0; r < opts.bigReps; r++) {
       maybeGc();
-      samples.push((await runtimeRun(opts.bigSteps, shape)) / opts.bigSteps);
+      samples.push((await inPhase("runtime", () => runtimeRun(opts.bigSteps, shape))) / opts.bigSteps);
       log(
         `overhead ${shape} ${opts.bigSteps} rep ${r + 1}/${opts.bigReps}: runtime ${round(samples.at(-1)!, 4)} ms/step`,
       );
