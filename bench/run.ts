@@ -18,7 +18,7 @@ import { emitLine, log, now, phase, round } from "./timing.js";
 
 // Every warning is printed; MaxListenersExceededWarning is also counted (it must stay 0: see
 // graphs/durable-task.ts for the per-task signals that replaced one listener per task on a node's signal).
-// LangGraph's own Send fan-out (the scheduling baseline) still trips it: counted per phase.
+// LangGraph's own Send fan-out (the scheduling baseline) and the bare task() fan-out baselines still trip it: counted per phase.
 // Counted where it is raised: Node emits the "warning" event on a later tick, by when a short
 // baseline run may have ended and the next phase begun (its warnings were once counted as ours).
 const maxListenerWarnings: Record<string, number> = {};
