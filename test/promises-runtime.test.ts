@@ -49,6 +49,8 @@ describe.each(["memory", "postgres"] as const)("cancels recorded for a run whose
     world.crash(0);
     hangs.releaseAll();
     h.result.catch(() => undefined);
+    // what the dead process had already sent lands (or fails) before anyone counts events
+    await world.settled(0);
     return { world, ledger, runId: h.runId, b: world.procs[1]!.runtime };
   }
   /** The live process takes the run over once the dead one's lease expired (it may already drive it, from its own cancel). */

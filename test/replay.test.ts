@@ -19,8 +19,11 @@ describe("replay of the scheduler node", () => {
   test("finished steps are not re-executed and results stay with their steps when replay order differs", async () => {
     const executions = new Map<string, number>();
     let round = 1;
-    // Round 1: "late" finishes after "early". Round 2 (replay): the delays flip, so a call-order
-    // based task id would hand early's result to late and vice versa.
+    // Round 1: x finishes only after w completed (a gate, not a delay: a loaded machine must not
+    // reorder it). Round 2 (replay): every step is immediate, so a call-order based task id would
+    // hand one step's result to another.
+    let releaseX!: () => void;
+    const wDone = new Promise<void>((resolve) => (releaseX = resolve));
     const timed = defineSkill({
       name: "test.timed",
       description: "returns its name after a delay that depends on the round",
@@ -29,6 +32,12 @@ describe("replay of the scheduler node", () => {
       idempotent: false,
       async execute(a, ctx) {
         executions.set(a.name, (executions.get(a.name) ?? 0) + 1);
+        if (round === 1 && a.name === "x") {
+          await new Promise<void>((resolve, reject) => {
+            void wDone.then(resolve);
+            ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
+          });
+        }
         await abortableSleep(round === 1 ? a.round1Ms : a.round2Ms, ctx.signal);
         return `result-of-${a.name}`;
       },
@@ -41,7 +50,7 @@ describe("replay of the scheduler node", () => {
         steps: [
           // round 1: z finishes before x, so w is launched before y; on replay the cached x and z
           // resolve in declaration order, so y is launched before w
-          { stepId: "x", skillName: "test.timed", arguments: { name: "x", round1Ms: 60, round2Ms: 0 } },
+          { stepId: "x", skillName: "test.timed", arguments: { name: "x", round1Ms: 0, round2Ms: 0 } },
           { stepId: "z", skillName: "test.timed", arguments: { name: "z", round1Ms: 0, round2Ms: 0 } },
           {
             stepId: "y",
@@ -55,7 +64,7 @@ describe("replay of the scheduler node", () => {
             dependsOn: ["z"],
             arguments: { name: "w", round1Ms: 0, round2Ms: 0 },
           },
-          { stepId: "slow", skillName: "core.wait", arguments: { ms: 300, value: "slow-done" } },
+          { stepId: "slow", skillName: "core.wait", arguments: { ms: 2000, value: "slow-done" } },
         ],
       },
       { registry },
@@ -74,6 +83,7 @@ describe("replay of the scheduler node", () => {
         >) {
           const e = chunk["toolchain.event"];
           if (e.type === "step_completed") seen.push(e.stepId!);
+          if (e.type === "step_completed" && e.stepId === "w") releaseX();
           if (e.type === "step_completed" && e.stepId === "y") ctl.abort(new Error("simulated crash"));
         }
       })(),

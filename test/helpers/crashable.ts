@@ -22,6 +22,8 @@ export interface CrashableProcess {
   runtime: Runtime;
   owner: string;
   dead: boolean;
+  /** I/O calls this process started and that have not settled (a crash does not stop them). */
+  inFlight: Set<Promise<unknown>>;
 }
 
 export interface CrashableWorld {
@@ -29,6 +31,11 @@ export interface CrashableWorld {
   procs: CrashableProcess[];
   /** The runtime's process dies: every later write of it fails, its leases stay until they expire. */
   crash(i: number): void;
+  /**
+   * Resolves once every write the process had already sent when it died has landed or failed, as
+   * a SIGKILLed process's last statements do on the server: what others read after it is final.
+   */
+  settled(i: number): Promise<void>;
   /** A new process (new owner) in slot i on the same storage. */
   restart(i: number): void;
   close(): Promise<void>;
@@ -39,14 +46,29 @@ const DEAD = () => Promise.reject(Object.assign(new Error("process crashed (test
 /** Synchronous helpers (no I/O): a dead process would still compute them. */
 const SYNC = new Set<PropertyKey>(["getNextVersion", "onChange", "viewGeneration", "viewChanged", "constructor"]);
 
-/** A view of `target` whose I/O methods fail once `isDead()`, as a dead process's connection would. */
-function deadable<T extends object>(target: T, isDead: () => boolean): T {
+/**
+ * A view of `target` whose I/O methods fail once `isDead()`, as a dead process's connection would;
+ * calls started before are tracked in `inFlight` until they settle.
+ */
+function deadable<T extends object>(target: T, isDead: () => boolean, inFlight: Set<Promise<unknown>>): T {
   return new Proxy(target, {
     get(t, prop, recv) {
       const v = Reflect.get(t, prop, recv);
       if (typeof v !== "function") return v;
       if (SYNC.has(prop)) return (v as (...a: unknown[]) => unknown).bind(t);
-      return (...args: unknown[]) => (isDead() ? DEAD() : (v as (...a: unknown[]) => unknown).apply(t, args));
+      return (...args: unknown[]) => {
+        if (isDead()) return DEAD();
+        const out = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (out instanceof Promise) {
+          const tracked = out.then(
+            () => undefined,
+            () => undefined,
+          );
+          inFlight.add(tracked);
+          void tracked.then(() => inFlight.delete(tracked));
+        }
+        return out;
+      };
     },
   });
 }
@@ -58,19 +80,19 @@ export async function openCrashableWorld(
 ): Promise<CrashableWorld> {
   let serial = 0;
   const closers: (() => Promise<void>)[] = [];
-  let make: (owner: string, isDead: () => boolean) => Runtime;
+  let make: (owner: string, isDead: () => boolean, inFlight: Set<Promise<unknown>>) => Runtime;
   let name: string;
   if (kind === "memory") {
     const checkpointer = new MemorySaver();
     const store = new MemoryRunStore();
     const limits = new MemoryLimits();
     name = "memory";
-    make = (owner, isDead) =>
+    make = (owner, isDead, inFlight) =>
       new Runtime({
         ...opts,
         owner,
-        checkpointer: deadable<BaseCheckpointSaver>(checkpointer, isDead),
-        store: deadable<RunStore>(store, isDead),
+        checkpointer: deadable<BaseCheckpointSaver>(checkpointer, isDead, inFlight),
+        store: deadable<RunStore>(store, isDead, inFlight),
         limits,
       });
   } else {
@@ -83,14 +105,14 @@ export async function openCrashableWorld(
       if (db.kind === "server") await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
       await o.close();
     });
-    make = (owner, isDead) => {
+    make = (owner, isDead, inFlight) => {
       const limits = new PgLimits(db, { owner });
       closers.unshift(() => limits.close());
       return new Runtime({
         ...opts,
         owner,
-        checkpointer: deadable<BaseCheckpointSaver>(saver, isDead),
-        store: deadable<RunStore>(new PgRunStore(db), isDead),
+        checkpointer: deadable<BaseCheckpointSaver>(saver, isDead, inFlight),
+        store: deadable<RunStore>(new PgRunStore(db), isDead, inFlight),
         limits,
       });
     };
@@ -100,9 +122,10 @@ export async function openCrashableWorld(
     const p: CrashableProcess = {
       owner: `proc-${i}-${serial++}`,
       dead: false,
+      inFlight: new Set(),
       runtime: undefined as unknown as Runtime,
     };
-    p.runtime = make(p.owner, () => p.dead);
+    p.runtime = make(p.owner, () => p.dead, p.inFlight);
     procs[i] = p;
   };
   for (let i = 0; i < slots; i++) spawn(i);
@@ -110,6 +133,10 @@ export async function openCrashableWorld(
     name,
     procs,
     crash: (i) => void (procs[i]!.dead = true),
+    async settled(i) {
+      const p = procs[i]!;
+      while (p.inFlight.size > 0) await Promise.all([...p.inFlight]);
+    },
     restart: (i) => spawn(i),
     async close() {
       await Promise.allSettled(procs.map((p) => p.runtime.drain()));
