@@ -7,6 +7,7 @@
  * Variants are interleaved within each repetition (order rotated) after a warm-up; medians.
  * Beside the times: the supersteps one run of each takes (from its checkpoints; deterministic).
  */
+import { createHook } from "node:async_hooks";
 import { Annotation, END, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
 import { emitLine, inPhase, log, maybeGc, median, now, round, superstepsOf } from "./timing.js";
@@ -51,6 +52,34 @@ export async function superstepsPerRun(n: number, shape: Shape): Promise<{ runti
   return {
     runtime: await superstepsOf(saver, view.runId),
     bareTask: await superstepsOf(bare.checkpointer as MemorySaver, "supersteps"),
+  };
+}
+
+/**
+ * Promises created per step by one runtime run and one bare-task run (untimed; deterministic up to
+ * timer races). Under Node 20's AsyncLocalStorage every promise runs an init hook, so each one is
+ * CPU on every step beside the allocation and its microtask.
+ */
+export async function promisesPerStep(n: number, shape: Shape): Promise<{ runtime: number; bareTask: number }> {
+  let count = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type === "PROMISE") count++;
+    },
+  });
+  const counted = async (f: () => Promise<unknown>) => {
+    count = 0;
+    hook.enable();
+    try {
+      await f();
+    } finally {
+      hook.disable();
+    }
+    return round(count / n, 1);
+  };
+  return {
+    runtime: await counted(() => inPhase("runtime", () => runtimeRun(n, shape))),
+    bareTask: await counted(() => inPhase(PHASE.bareTask, () => bareTaskRun(n, shape))),
   };
 }
 
@@ -132,6 +161,7 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
       msPerStep: { runtime: round(med("runtime"), 4), bareTask: round(med("bareTask"), 4), raw: round(med("raw"), 5) },
       ratioRuntimeToBareTask: round(med("runtime") / med("bareTask"), 3),
       superstepsPerRun: await superstepsPerRun(opts.steps, shape),
+      promisesPerStep: await promisesPerStep(opts.steps, shape),
       samplesMsPerStep: Object.fromEntries(VARIANTS.map((v) => [v, samples[v].map((x) => round(x, 4))])),
     });
   }

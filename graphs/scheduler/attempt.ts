@@ -206,7 +206,8 @@ export function startAttempt(
   const task = callDurable(
     run.config,
     { kind: u.unit === "step" ? "step" : "fallback", stepId: c.id, stepIndex: c.index, attempt },
-    async () =>
+    // the attempt's own promise (no async frame around it: LangGraph's task awaits it)
+    () =>
       run.harvesting
         ? harvested(run, u, attempt, label)
         : executeSkill(run.env, run.emit, {

@@ -87,7 +87,7 @@ export function executeSkill(env: RuntimeEnv, emit: Emit, x: Execution): Promise
   );
 }
 
-async function executeGated(
+function executeGated(
   env: RuntimeEnv,
   emit: Emit,
   x: Execution,
@@ -95,7 +95,7 @@ async function executeGated(
 ): Promise<AttemptResult | InDoubt> {
   if (x.allowed && !x.allowed.includes(x.skill.name)) {
     // validation refused it at admission; a plan edited in the checkpoint (Studio, updateState) must not reach it either
-    return {
+    return Promise.resolve({
       ok: false,
       durationMs: 0,
       error: {
@@ -103,15 +103,11 @@ async function executeGated(
         message: `skill "${x.skill.name}" is not allowed in this run's workspace`,
         effectStarted: false,
       },
-    };
+    });
   }
   const claims = limitClaims(x.skill, x.args);
-  const body = async (): Promise<AttemptResult | InDoubt> => {
-    if (hasSideEffects(x.skill) && !x.skill.idempotent) {
-      // a dead process that claimed this attempt may have done the effect: never run it again blindly
-      if (!(await env.intents.claimIntent(x.runId, x.intentKey, x.attempt))) return inDoubtResult(x.label);
-    }
-    const res = await executeAttempt({
+  const attempt = () =>
+    executeAttempt({
       skill: x.skill,
       args: x.args,
       runId: x.runId,
@@ -125,8 +121,14 @@ async function executeGated(
       timeoutMs: x.timeoutMs,
       traceContext,
     });
-    return res;
-  };
+  // not async frames: the attempt's own promise is what the task awaits (a few promises fewer per step)
+  const body = (): Promise<AttemptResult | InDoubt> =>
+    hasSideEffects(x.skill) && !x.skill.idempotent
+      ? // a dead process that claimed this attempt may have done the effect: never run it again blindly
+        env.intents
+          .claimIntent(x.runId, x.intentKey, x.attempt)
+          .then((claimed) => (claimed ? attempt() : inDoubtResult(x.label)))
+      : attempt();
   // limits across runs (graphs/limit-gate.ts): held only while the attempt runs
   if (!isGated(env, claims)) return body();
   return runGated(

@@ -37,19 +37,29 @@ export interface AttemptInput {
  * lone surrogate, bigint, NaN, too deep, a `__proto__` key) fails the attempt with
  * UNSUPPORTED_VALUE (deterministic: not retried by default); error text is made storable.
  */
-export async function executeAttempt(a: AttemptInput): Promise<AttemptResult> {
-  const r = await runAttempt(a);
-  if (!r.ok) return { ...r, error: storableError(r.error) };
-  const bad = unstorableResult(r.output, "output", a.skill.name);
-  return bad ? { ok: false, durationMs: r.durationMs, error: bad } : r;
+export function executeAttempt(a: AttemptInput): Promise<AttemptResult> {
+  return runAttempt(a).then((r) => {
+    if (!r.ok) return { ...r, error: storableError(r.error) };
+    const bad = unstorableResult(r.output, "output", a.skill.name);
+    return bad ? { ok: false, durationMs: r.durationMs, error: bad } : r;
+  });
 }
 
-async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
+/** Not an async frame: the skill's settlement is the one promise an attempt adds (a few fewer per step). */
+function runAttempt(a: AttemptInput): Promise<AttemptResult> {
+  try {
+    return startAttempt(a);
+  } catch (e) {
+    return Promise.reject(e); // a schema whose transform throws rejects, as it did in an async frame
+  }
+}
+
+function startAttempt(a: AttemptInput): Promise<AttemptResult> {
   const t0 = performance.now();
   const took = () => performance.now() - t0;
   const parsed = a.skill.input.safeParse(a.args);
   if (!parsed.success) {
-    return {
+    return Promise.resolve({
       ok: false,
       durationMs: took(),
       error: {
@@ -57,10 +67,14 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
         message: `input does not match ${a.skill.name}: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`,
         effectStarted: false,
       },
-    };
+    });
   }
   if (a.signal.aborted)
-    return { ok: false, durationMs: took(), error: { ...toStepError(a.signal.reason), effectStarted: false } };
+    return Promise.resolve({
+      ok: false,
+      durationMs: took(),
+      error: { ...toStepError(a.signal.reason), effectStarted: false },
+    });
 
   const timeout = a.timeoutMs !== undefined ? AbortSignal.timeout(a.timeoutMs) : undefined;
   const signal = timeout ? AbortSignal.any([a.signal, timeout]) : a.signal;
@@ -77,37 +91,42 @@ async function runAttempt(a: AttemptInput): Promise<AttemptResult> {
     traceHeaders: () => (a.traceContext ? traceHeaders(a.traceContext) : {}),
   };
   let onAbort: (() => void) | undefined;
-  // A skill that ignores its signal cannot hold the run hostage: the race ends the attempt.
-  const aborted = new Promise<never>((_, reject) => {
+  // A skill that ignores its signal cannot hold the run hostage: the abort ends the attempt.
+  // One promise settled by whichever comes first (not a race of two).
+  const settled = new Promise<unknown>((resolve, reject) => {
     onAbort = () => reject(abortError(signal, timeout, a.timeoutMs));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    // Promise.resolve: a skill may return a plain value (it returns a native promise as is)
+    Promise.resolve(a.skill.execute(parsed.data, ctx)).then(resolve, reject);
   });
-  try {
-    const output = await Promise.race([a.skill.execute(parsed.data, ctx), aborted]);
-    if (a.skill.output) {
-      const out = a.skill.output.safeParse(output);
-      if (!out.success) {
-        return {
-          ok: false,
-          durationMs: took(),
-          error: {
-            code: ErrorCode.INVALID_OUTPUT,
-            message: `output of ${a.skill.name} does not match its schema: ${z.prettifyError(out.error).replace(/\n/g, "; ")}`,
-            effectStarted: true,
-          },
-        };
-      }
-      return { ok: true, output: out.data ?? null, durationMs: took() };
-    }
-    return { ok: true, output: output ?? null, durationMs: took() };
-  } catch (e) {
+  const stopListening = () => {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+  };
+  const failed = (e: unknown): AttemptResult => {
+    stopListening();
     const err = signal.aborted ? abortError(signal, timeout, a.timeoutMs) : e;
     return { ok: false, durationMs: took(), error: toStepError(err) };
-  } finally {
-    if (onAbort) signal.removeEventListener("abort", onAbort);
-    aborted.catch(() => undefined);
-  }
+  };
+  return settled.then((output): AttemptResult => {
+    try {
+      stopListening();
+      if (!a.skill.output) return { ok: true, output: output ?? null, durationMs: took() };
+      const out = a.skill.output.safeParse(output);
+      if (out.success) return { ok: true, output: out.data ?? null, durationMs: took() };
+      return {
+        ok: false,
+        durationMs: took(),
+        error: {
+          code: ErrorCode.INVALID_OUTPUT,
+          message: `output of ${a.skill.name} does not match its schema: ${z.prettifyError(out.error).replace(/\n/g, "; ")}`,
+          effectStarted: true,
+        },
+      };
+    } catch (e) {
+      return failed(e);
+    }
+  }, failed);
 }
 
 function abortError(signal: AbortSignal, timeout: AbortSignal | undefined, timeoutMs: number | undefined): unknown {

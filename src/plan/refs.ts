@@ -172,8 +172,9 @@ export function resolveArguments<T>(value: T, scope: RefScope, at = "arguments",
       charge(2 + Math.max(0, entries.length - 1), where);
       for (const [k, x] of entries) {
         if (FORBIDDEN.has(k)) throw refError(`${where}: key "${k}" is not allowed in arguments`);
-        charge(Buffer.byteLength(k) + 3, `${where}.${k}`);
-        o[k] = walk(x, `${where}.${k}`);
+        const at = `${where}.${k}`;
+        charge(Buffer.byteLength(k) + 3, at);
+        o[k] = walk(x, at);
       }
       return o;
     }

@@ -43,13 +43,27 @@ export interface SpanSpec {
   kind?: SpanKind;
 }
 
-export async function traced<T>(
+export function traced<T>(
   spec: () => SpanSpec,
   fn: (ctx: Context | undefined) => Promise<T>,
   outcome: (r: T, span: Span) => Outcome | void = () => undefined,
 ): Promise<T> {
-  if (!tracingOn()) return fn(undefined);
-  const s = spec();
+  // tracing off: the body's own promise, not one more async frame around it (per attempt)
+  if (!tracingOn()) {
+    try {
+      return fn(undefined);
+    } catch (e) {
+      return Promise.reject(e); // a body that throws at once still rejects, as it did in an async frame
+    }
+  }
+  return tracedOn(spec(), fn, outcome);
+}
+
+async function tracedOn<T>(
+  s: SpanSpec,
+  fn: (ctx: Context | undefined) => Promise<T>,
+  outcome: (r: T, span: Span) => Outcome | void,
+): Promise<T> {
   const parent = s.parent ?? context.active();
   const span = startSpan(s.name, { parent, attributes: s.attributes, kind: s.kind ?? SpanKind.INTERNAL });
   const ctx = trace.setSpan(parent, span);
