@@ -49,32 +49,33 @@ const seg = (k: string | number) =>
 
 /** The first part of `value` that cannot be stored, or undefined. Iterative (no stack overflow on hostile depth). */
 export function findUnstorable(value: unknown, field: string): Unstorable | undefined {
-  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: field, depth: 0 }];
-  const out = (path: string, reason: Unstorable["reason"]): Unstorable => ({
-    path,
-    reason,
-    message: `${path}: ${WHY[reason]}`,
-  });
+  // a part's path is built only when that part is refused: a clean value costs no strings
+  const stack: Part[] = [{ v: value, up: undefined, key: undefined, depth: 0 }];
+  const out = (p: Part | string, reason: Unstorable["reason"]): Unstorable => {
+    const path = typeof p === "string" ? p : pathOf(p, field);
+    return { path, reason, message: `${path}: ${WHY[reason]}` };
+  };
   while (stack.length) {
-    const { v, path, depth } = stack.pop()!;
+    const part = stack.pop()!;
+    const { v, depth } = part;
     switch (typeof v) {
       case "string": {
         const r = badString(v);
-        if (r) return out(path, r);
+        if (r) return out(part, r);
         continue;
       }
       case "number":
-        if (!Number.isFinite(v)) return out(path, "non_finite_number");
+        if (!Number.isFinite(v)) return out(part, "non_finite_number");
         continue;
       case "bigint":
-        return out(path, "bigint");
+        return out(part, "bigint");
       case "symbol":
-        return out(path, "unsupported_type");
+        return out(part, "unsupported_type");
       case "object": {
         if (v === null) continue;
-        if (depth >= MAX_VALUE_DEPTH) return out(path, "too_deep");
+        if (depth >= MAX_VALUE_DEPTH) return out(part, "too_deep");
         if (Array.isArray(v)) {
-          for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${path}.${i}`, depth: depth + 1 });
+          for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], up: part, key: i, depth: depth + 1 });
           continue;
         }
         if (v instanceof Date) continue; // JSON.stringify writes an ISO string
@@ -82,8 +83,8 @@ export function findUnstorable(value: unknown, field: string): Unstorable | unde
         for (let i = keys.length - 1; i >= 0; i--) {
           const k = keys[i]!;
           const kr = k === "__proto__" ? "proto_key" : badString(k);
-          if (kr) return out(`${path}.${seg(k)}`, kr);
-          stack.push({ v: (v as Record<string, unknown>)[k], path: `${path}.${seg(k)}`, depth: depth + 1 });
+          if (kr) return out(`${pathOf(part, field)}.${seg(k)}`, kr);
+          stack.push({ v: (v as Record<string, unknown>)[k], up: part, key: k, depth: depth + 1 });
         }
         continue;
       }
@@ -92,6 +93,25 @@ export function findUnstorable(value: unknown, field: string): Unstorable | unde
     }
   }
   return undefined;
+}
+
+interface Part {
+  v: unknown;
+  up: Part | undefined;
+  /** Its index in an array or key in an object (undefined: the value itself). */
+  key: string | number | undefined;
+  depth: number;
+}
+
+function pathOf(p: Part, field: string): string {
+  const keys: (string | number)[] = [];
+  for (let q: Part | undefined = p; q && q.key !== undefined; q = q.up) keys.push(q.key);
+  let path = field;
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const k = keys[i]!;
+    path += typeof k === "number" ? `.${k}` : `.${seg(k)}`;
+  }
+  return path;
 }
 
 /**
