@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: every suite in one process, one JSON object per line on stdout (logs on stderr).
  * BENCH_QUICK=1 shrinks every size for a smoke test (well under a minute).
- * BENCH_SUITES=scheduling,dag,overhead,durable,qtable,validation,limits,api,capacity,tracing,soak selects suites
+ * BENCH_SUITES=scheduling,dag,overhead,durable,qtable,validation,limits,api,capacity,tracing,profile,soak selects suites
  * (default: all but soak; `dag` is the non-layered part of scheduling alone). `npm run bench -- soak`
  * runs the soak alone.
  * BENCH_BIG_REPS=n repetitions of the 10,000-step runtime runs (default 2).
+ * `profile` writes CPU profiles (.cpuprofile flame graphs) to BENCH_OUT (default .cache/bench).
  * Diagnostics outside the bench: bench/hop-latency.ts, bench/profile-overhead.ts.
  */
 import { spawnSync } from "node:child_process";
@@ -89,6 +90,8 @@ if (soakOnly) {
 // in a process of its own: once the trace SDK is set up it stays for the process's lifetime
 if (!soakOnly && (suites.has("tracing") || !process.env.BENCH_SUITES))
   spawnSync(process.execPath, ["--import", "tsx", "bench/tracing.ts"], { stdio: "inherit", env: process.env });
+if (!soakOnly && (suites.has("profile") || !process.env.BENCH_SUITES))
+  await (await import("./profile.js")).profileSuite({ quick });
 if (!soakOnly && suites.has("limits")) await (await import("./limits.js")).limitsSuite({ quick });
 if (!soakOnly && (suites.has("api") || !process.env.BENCH_SUITES)) await (await import("./api.js")).apiSuite({ quick });
 if (!soakOnly && (suites.has("capacity") || !process.env.BENCH_SUITES))
