@@ -17,7 +17,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { bareTaskRun, runtimeRun, type Shape } from "./overhead.js";
 import { emitLine, log, maybeGc, round } from "./timing.js";
 
@@ -209,7 +209,9 @@ export async function profileSuite(opts: { quick: boolean }): Promise<void> {
     measure: "ours",
     shape,
     steps: n,
-    top: ours.slice(0, 12).map(([k, e]) => ({ fn: k.replace(`file://${ROOT}/`, ""), msPerStep: perStep(e.ms, steps) })),
+    top: ours
+      .slice(0, 12)
+      .map(([k, e]) => ({ fn: k.replace(`${pathToFileURL(ROOT).href}/`, ""), msPerStep: perStep(e.ms, steps) })),
   });
   emitLine({
     suite: "profile",

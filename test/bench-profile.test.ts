@@ -1,7 +1,10 @@
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, test } from "vitest";
 import { ownerOf, serializerTime, summarise, type CpuProfile } from "../bench/profile.js";
 
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+// the project's root as a file path, and a file of it as a profile's frame names it (a file URL)
+const ROOT = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
+const fileUrl = (rel: string) => pathToFileURL(`${ROOT}/${rel}`).href;
 const frame = (functionName: string, url: string) => ({ functionName, url, lineNumber: 1 });
 
 // root → putWrites → dumpsTyped → stringify; root → put → dumpsTyped; root → ours; gc; idle
@@ -28,7 +31,7 @@ const profile: CpuProfile = {
       id: 6,
       callFrame: frame("dumpsTyped", "file:///x/node_modules/@langchain/langgraph-checkpoint/dist/serde/jsonplus.js"),
     },
-    { id: 7, callFrame: frame("startAttempt", `file://${ROOT}/src/kernel/execute-attempt.ts`) },
+    { id: 7, callFrame: frame("startAttempt", fileUrl("src/kernel/execute-attempt.ts")) },
     { id: 8, callFrame: frame("(garbage collector)", "") },
     { id: 9, callFrame: frame("(idle)", "") },
   ],
@@ -44,7 +47,7 @@ describe("bench profile summary", () => {
     expect(ownerOf(frame("x", "file:///a/node_modules/@langchain/langgraph/dist/pregel/loop.js"))).toBe("langgraph");
     expect(ownerOf(frame("x", "file:///a/node_modules/@langchain/core/dist/x.js"))).toBe("core");
     expect(ownerOf(frame("x", "file:///a/node_modules/langsmith/dist/x.js"))).toBe("langsmith");
-    expect(ownerOf(frame("x", `file://${ROOT}/graphs/emit.ts`))).toBe("ours");
+    expect(ownerOf(frame("x", fileUrl("graphs/emit.ts")))).toBe("ours");
     expect(ownerOf(frame("x", "node:internal/timers"))).toBe("node");
     expect(ownerOf(frame("(garbage collector)", ""))).toBe("gc");
   });
