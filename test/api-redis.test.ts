@@ -3,6 +3,7 @@
  * Redis pub/sub carrying live hints between processes. Skipped without REDIS_URL (CI sets it on
  * the server pass).
  */
+import { createConnection, createServer, type Server } from "node:net";
 import { describe, expect, test } from "vitest";
 import { RedisSignalTransport } from "../src/live/redis.js";
 import { RunSignals } from "../src/live/signals.js";
@@ -92,6 +93,50 @@ describe.runIf(redisUrl)(`Redis (${postgresBackend.name})`, () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  test("a change committed right after start() reaches the others even when the publisher connects slowly", async () => {
+    // a proxy in front of Redis holds back the first connection it accepts (the publisher's,
+    // opened before the subscriber's) for 400 ms: start() must not return before it is ready
+    const target = new URL(redisUrl!);
+    let accepted = 0;
+    const proxy: Server = createServer((client) => {
+      const hold = accepted++ === 0 ? 400 : 0;
+      setTimeout(() => {
+        const upstream = createConnection(Number(target.port || 6379), target.hostname);
+        client.pipe(upstream).pipe(client);
+        const end = () => (client.destroy(), upstream.destroy());
+        client.on("error", end).on("close", end);
+        upstream.on("error", end).on("close", end);
+      }, hold);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    const port = (proxy.address() as { port: number }).port;
+    const namespace = freshSchema("redis-slow");
+    const store = new MemoryRunStore();
+    const listener = new RunSignals(new MemoryRunStore(), new RedisSignalTransport({ url: redisUrl!, namespace }));
+    await listener.start();
+    const slow = new RunSignals(store, new RedisSignalTransport({ url: `redis://127.0.0.1:${port}`, namespace }));
+    try {
+      const got: string[] = [];
+      listener.subscribe((r) => got.push(r));
+      await slow.start();
+      await store.createRun({
+        runId: "early",
+        workspaceId: "w",
+        traceId: "t",
+        plan: { steps: [] } as never,
+        context: {},
+        memory: {},
+      });
+      await store.append("early", [{ type: "planning_started", at: new Date().toISOString(), data: {}, key: "1" }]);
+      await waitFor(() => got.length === 1, { timeoutMs: 5_000, what: "the listener signalled" });
+      expect(got).toEqual(["early"]);
+    } finally {
+      await slow.close();
+      await listener.close();
+      await new Promise((r) => proxy.close(r));
     }
   });
 });

@@ -32,7 +32,9 @@ export class RedisSignalTransport implements SignalTransport {
 
   constructor(private readonly opts: RedisLiveOptions) {
     this.channel = `toolchain:${opts.namespace}:events`;
-    this.pub = new Redis(opts.url, clientOptions);
+    // connected in start(): a publisher without an offline queue drops what it is given before
+    // it is ready, so a change committed right after start() would signal nobody
+    this.pub = new Redis(opts.url, { ...clientOptions, lazyConnect: true });
     this.pub.on("error", () => undefined);
   }
 
@@ -58,7 +60,9 @@ export class RedisSignalTransport implements SignalTransport {
     sub.on("ready", () => {
       if (ready++ > 0) onGap();
     });
-    await sub.subscribe(this.channel);
+    // an unreachable Redis at start leaves the publisher reconnecting on its own (hints are
+    // lossy by design: followers also poll), so its failure does not fail the start
+    await Promise.all([this.pub.connect().catch(() => undefined), sub.subscribe(this.channel)]);
   }
 
   async close(): Promise<void> {
