@@ -9,7 +9,7 @@
  * Sequential execution does not depend on maxConcurrency, so it is measured once per DAG and the
  * same measurement is printed on each of that DAG's lines.
  */
-import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MemorySaver, Send, START, StateGraph, task } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
 import { lowerBoundMs, randomDag, randomWindowDag, toPlan, type Dag } from "./dag.js";
 import { emitLine, inPhase, log, maybeGc, median, now, round, sleep } from "./timing.js";
@@ -105,6 +105,38 @@ export async function runReadyQueue(dag: Dag): Promise<number> {
   return now() - t0;
 }
 
+/**
+ * LangGraph's own floor for this runtime's design: one node that starts each step as a `task()`
+ * as soon as its dependencies' tasks resolve (the same ready queue, through LangGraph's task path
+ * and a MemorySaver), with none of the runtime's work around each step.
+ */
+export function runBareTaskQueue(dag: Dag): Promise<number> {
+  return inPhase("bare task() ready queue", async () => {
+    const wait = task("wait", async (i: number) => {
+      await sleep(dag.steps[i]!.ms);
+      return i;
+    });
+    const graph = new StateGraph(Annotation.Root({ x: Annotation<number>() }))
+      .addNode("run", async () => {
+        const done: Promise<number>[] = [];
+        for (const [i, s] of dag.steps.entries())
+          done.push(
+            (s.deps.length ? Promise.all(s.deps.map((d) => done[d]!)) : Promise.resolve()).then(
+              async () => await wait(i),
+            ),
+          );
+        await Promise.all(done);
+        return { x: 1 };
+      })
+      .addEdge(START, "run")
+      .addEdge("run", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const t0 = now();
+    await graph.invoke({ x: 0 }, { configurable: { thread_id: "bench" }, recursionLimit: 1_000_000 });
+    return now() - t0;
+  });
+}
+
 /** Per-wave Promise.all: run every ready step, wait for all of them, repeat (no engine, same waves as Send). */
 export async function runWaves(dag: Dag): Promise<number> {
   const t0 = now();
@@ -121,17 +153,29 @@ export async function runWaves(dag: Dag): Promise<number> {
 
 /**
  * Random non-layered DAGs (each step depends on some of the 10 before it, 5–50 ms, unlimited
- * concurrency): makespan / critical path for the runtime, a raw promise ready queue, LangGraph
- * Send per step and per-wave Promise.all, interleaved per repetition; medians.
+ * concurrency): makespan / critical path for the runtime, a raw promise ready queue, the same
+ * ready queue of bare LangGraph `task()`s, LangGraph Send per step and per-wave Promise.all,
+ * interleaved per repetition; medians.
  */
 export async function windowSuite(opts: { sizes: number[]; seed: number; reps: number }): Promise<void> {
+  // warm-up (the suite may run alone): load and JIT every variant's path on a small DAG
+  const warm = randomWindowDag(20, opts.seed + 999, { minMs: 1, maxMs: 5 });
+  await runRuntime(warm, undefined);
+  await runBareTaskQueue(warm);
+  await runSendBaseline(warm, undefined);
   for (const n of opts.sizes) {
     const dag = randomWindowDag(n, opts.seed + n);
     const cp = dag.criticalPathMs;
     log(
       `scheduling (non-layered): ${n} steps, depth ${dag.layers}, critical path ${cp} ms, work ${dag.totalWorkMs} ms`,
     );
-    const s = { runtime: [] as number[], readyQueue: [] as number[], send: [] as number[], waves: [] as number[] };
+    const s = {
+      runtime: [] as number[],
+      readyQueue: [] as number[],
+      bareTask: [] as number[],
+      send: [] as number[],
+      waves: [] as number[],
+    };
     let supersteps = 0;
     for (let r = 0; r < opts.reps; r++) {
       maybeGc();
@@ -139,13 +183,15 @@ export async function windowSuite(opts: { sizes: number[]; seed: number; reps: n
       maybeGc();
       s.readyQueue.push(await runReadyQueue(dag));
       maybeGc();
+      s.bareTask.push(await runBareTaskQueue(dag));
+      maybeGc();
       const send = await runSendBaseline(dag, undefined);
       s.send.push(send.ms);
       supersteps = send.supersteps;
       maybeGc();
       s.waves.push(await runWaves(dag));
       log(
-        `  rep ${r + 1}/${opts.reps}: runtime ${round(s.runtime.at(-1)! / cp, 3)}, ready queue ${round(s.readyQueue.at(-1)! / cp, 3)}, send ${round(send.ms / cp, 3)}, waves ${round(s.waves.at(-1)! / cp, 3)} (x critical path ${cp} ms)`,
+        `  rep ${r + 1}/${opts.reps}: runtime ${round(s.runtime.at(-1)! / cp, 3)}, ready queue ${round(s.readyQueue.at(-1)! / cp, 3)}, bare task() ${round(s.bareTask.at(-1)! / cp, 3)}, send ${round(send.ms / cp, 3)}, waves ${round(s.waves.at(-1)! / cp, 3)} (x critical path ${cp} ms)`,
       );
     }
     emitLine({
@@ -156,9 +202,11 @@ export async function windowSuite(opts: { sizes: number[]; seed: number; reps: n
       reps: opts.reps,
       runtime: cellOf(s.runtime, cp),
       readyQueue: cellOf(s.readyQueue, cp),
+      bareTaskQueue: cellOf(s.bareTask, cp),
       sendBaseline: { ...cellOf(s.send, cp), supersteps },
       waves: cellOf(s.waves, cp),
       runtimeOverReadyQueue: round(median(s.runtime) / median(s.readyQueue), 3),
+      runtimeOverBareTaskQueue: round(median(s.runtime) / median(s.bareTask), 3),
       criticalPathMs: cp,
       totalWorkMs: dag.totalWorkMs,
       depth: dag.layers,
