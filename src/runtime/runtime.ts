@@ -3,8 +3,7 @@
  * agent tool, CLI, worker) goes through this object; the graph does the work. This file owns the
  * drives of this process (src/runtime/driver.ts: start, follow, recover); each request on a run
  * has its own file beside it: plans.ts (admit, validate, new runs), decide.ts, cancel-run.ts,
- * redrive-run.ts, inspect.ts (the view, the skill-version gate), continue-run.ts (a run from where it
- * stands), all over one RuntimeCore (core.ts).
+ * redrive-run.ts, inspect.ts (the view, the version gate), continue-run.ts, over one RuntimeCore.
  */
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
@@ -24,8 +23,9 @@ import { planBudgetFromEnv, type PlanBudget } from "../plan/admission.js";
 import { Planner, plannerConfigFromEnv, type PlanningOutcome } from "../planner/index.js";
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
-import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunStore } from "../store/run-store.js";
+import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunRow, type RunStore } from "../store/run-store.js";
 import { WriteBarrier } from "./write-barrier.js";
+import { Recording } from "./recording.js";
 import { canRide, rideFinalCheckpoints } from "./final-ride.js";
 import { followStored } from "./follow.js";
 import { continueRun, hasRequestToApply, inputFor } from "./continue-run.js";
@@ -44,7 +44,6 @@ import {
 } from "./driver.js";
 import { buildRunView, type RunView } from "../kernel/run-view.js";
 import { withVersionChanges } from "./version-changes.js";
-import type { RunRow } from "../store/run-store.js";
 import type { RuntimeCore } from "./core.js";
 import { cancelRun } from "./cancel-run.js";
 import { TERMINAL_RUN } from "../kernel/status.js";
@@ -63,7 +62,6 @@ import { redriveRun, type RedriveOptions } from "./redrive-run.js";
 import { migrateRuns, type MigrateRunsOptions, type MigrateRunsReport } from "./migrate-runs.js";
 import { inspectRun, versionGate } from "./inspect.js";
 export type { AdmittedPlan } from "./plans.js";
-
 export type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
 export type { RedriveOptions } from "./redrive-run.js";
 
@@ -77,6 +75,7 @@ export class Runtime {
   /** Event batches wait for the checkpoint writes they report (write-barrier.ts). */
   readonly writes = new WriteBarrier();
   private readonly active = new Map<string, Drive>();
+  private readonly recording = new Recording();
   /** A number per drive started here (the view cache tells two drives of one run apart). */
   private readonly driveSerial = new WeakMap<Drive, number>();
   private drives = 0;
@@ -221,7 +220,7 @@ export class Runtime {
    * and resumes nothing (also when the repeats race each other).
    */
   async confirm(runId: string, input: ConfirmInput, acting: Decider = LIBRARY_ACTING): Promise<RunHandle> {
-    return this.decide(runId, input, acting, "principal");
+    return this.recording.after(runId, () => this.decide(runId, input, acting, "principal"));
   }
 
   /** The one decision path (src/runtime/decide.ts): a principal's decision, or the expiry's reject. */
@@ -235,7 +234,7 @@ export class Runtime {
    * executes, or whose steps were compensated.
    */
   redrive(runId: string, opts: RedriveOptions = {}, acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
-    return redriveRun(this.core, runId, opts, acting);
+    return this.recording.after(runId, () => redriveRun(this.core, runId, opts, acting));
   }
 
   /** The waiting runs pinned at another version of a skill, their arguments carried to this one (src/runtime/migrate-runs.ts). */
@@ -284,7 +283,7 @@ export class Runtime {
    * are compensated.
    */
   cancel(runId: string, reason = "cancelled by request", acting: Acting = LIBRARY_ACTING): Promise<RunHandle> {
-    return cancelRun(this.core, runId, reason, acting);
+    return this.recording.after(runId, () => cancelRun(this.core, runId, reason, acting));
   }
 
   /** The run view; live step statuses while it executes in this process; the stored view once checkpoints are pruned. */
@@ -297,11 +296,11 @@ export class Runtime {
    * record (or the graph input) is stored (src/runtime/inspect.ts).
    */
   inspect(runId: string): Promise<{ view: RunView; started: boolean }> {
-    return inspectRun(this.core, runId);
+    return this.recording.after(runId, () => inspectRun(this.core, runId));
   }
 
   events(runId: string, after = 0): Promise<RunEvent[]> {
-    return this.store.list(runId, after);
+    return this.recording.after(runId, () => this.store.list(runId, after));
   }
 
   /**
@@ -379,6 +378,7 @@ export class Runtime {
    * drive's live projection. Null: the store cannot tell (no caching).
    */
   async viewVersion(runId: string): Promise<string | null> {
+    await this.recording.after(runId, async () => undefined);
     const local = this.active.get(runId);
     const mine = local ? `${this.driveSerial.get(local)}.${local.live.applied}` : "-";
     if (this.store.viewGeneration) return `${this.store.viewGeneration(runId)}|${mine}`;
@@ -454,6 +454,7 @@ export class Runtime {
     };
     // a new run's first drive: its row is inserted before the drive streams, its thread is empty
     const first = created && { ...deps, store: leasedAtCreation(this.store, created), freshThread: true };
+    if (created) this.recording.track(runId, created);
     drive = startDrive(first || deps, runId, input, after);
     this.active.set(runId, drive);
     this.driveSerial.set(drive, ++this.drives);
