@@ -2,7 +2,8 @@
  * Sustained throughput of 20-step chains (core.wait, 5 ms a step), `inFlight` at once:
  *   api.runs_vs_bare  the runtime through its HTTP API (POST /run, wait) beside bare LangGraph
  *                     running the same chains (one node, one task() per step) on the same
- *                     PostgresSaver at the same concurrency, in one process run: steps/s ratio.
+ *                     PostgresSaver at the same concurrency, in one process run: steps/s ratio;
+ *                     and the same runs through rt.run() in that process (what a request adds).
  *   api.workers       server Postgres only: an API-only process (TOOLCHAIN_ROLE=api) in front of
  *                     1, then 2 `toolchain worker` child processes: steps/s and the 2 ÷ 1 ratio.
  *   api.workers_pinned the same with the API, its load generator and Postgres pinned to CPU 0 and
@@ -75,6 +76,31 @@ export async function bareThroughput(
   return { stepsPerSec: round((runs * STEPS) / seconds, 1), seconds: round(seconds, 1) };
 }
 
+/**
+ * `runs` of the same chain through `rt.run()` in the API's own process, `inFlight` at a time: the
+ * run without the request (HTTP, auth, JSON, the view it answers with), so the API's line splits
+ * into what the runtime costs and what a request costs on top.
+ */
+export async function inProcessThroughput(
+  run: () => Promise<string>,
+  runs: number,
+  inFlight: number,
+): Promise<{ stepsPerSec: number; seconds: number; failed: number }> {
+  let next = 0;
+  let failed = 0;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < runs) {
+        next++;
+        if ((await run()) !== "completed") failed++;
+      }
+    }),
+  );
+  const seconds = (now() - t0) / 1_000;
+  return { stepsPerSec: round((runs * STEPS) / seconds, 1), seconds: round(seconds, 1), failed };
+}
+
 /** `runs` POST /run (wait: true) of the chain through `url`, `inFlight` connections; steps/s. */
 export async function apiThroughput(url: string, key: string, runs: number, inFlight: number) {
   const r = await autocannon({
@@ -98,9 +124,12 @@ export async function apiThroughput(url: string, key: string, runs: number, inFl
   };
 }
 
-/** The runtime through the API beside bare LangGraph on the same saver: bare, runtime, bare. */
+/**
+ * The runtime through the API beside bare LangGraph on the same saver, and beside itself called
+ * in-process (the request's own cost): bare, in-process, API, bare.
+ */
 export async function runsVersusBare(
-  o: { saver: PostgresSaver; drain: () => Promise<void> },
+  o: { saver: PostgresSaver; drain: () => Promise<void>; run: () => Promise<string> },
   url: string,
   key: string,
   backend: string,
@@ -109,6 +138,8 @@ export async function runsVersusBare(
 ): Promise<void> {
   const bare1 = await bareThroughput(o.saver, runs, inFlight);
   const load0 = loadavg()[0]!;
+  const inProcess = await inProcessThroughput(o.run, runs, inFlight);
+  await o.drain();
   const ours = await apiThroughput(url, key, runs, inFlight);
   await o.drain();
   const bare2 = await bareThroughput(o.saver, runs, inFlight);
@@ -125,10 +156,14 @@ export async function runsVersusBare(
     bareStepsPerSec: [bare1.stepsPerSec, bare2.stepsPerSec],
     ratio: round(ours.stepsPerSec / bare, 2),
     target: 0.66,
+    inProcess,
+    inProcessRatio: round(inProcess.stepsPerSec / bare, 2),
+    // the share of the in-process throughput a request costs (HTTP, auth, JSON, the answered view)
+    requestShare: round(1 - ours.stepsPerSec / inProcess.stepsPerSec, 2),
     load1AtStart: round(load0, 2),
   });
   log(
-    `api.runs_vs_bare: ${ours.stepsPerSec} steps/s through the API vs ${round(bare, 1)} bare (${round(ours.stepsPerSec / bare, 2)}×)`,
+    `api.runs_vs_bare: ${ours.stepsPerSec} steps/s through the API, ${inProcess.stepsPerSec} in-process, vs ${round(bare, 1)} bare (${round(ours.stepsPerSec / bare, 2)}×, in-process ${round(inProcess.stepsPerSec / bare, 2)}×)`,
   );
 }
 

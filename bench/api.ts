@@ -19,7 +19,7 @@ import { createApp, type ApiApp } from "../src/server/app.js";
 import { openLive, type Live } from "../src/live/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
-import { chain, runsVersusBare, workersRatio } from "./api-throughput.js";
+import { chain, runsVersusBare, waitChain, workersRatio } from "./api-throughput.js";
 import { emitLine, log, round } from "./timing.js";
 
 interface Served {
@@ -224,7 +224,15 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
       const inFlight = opts.quick ? 50 : 200;
       // whole waves: with every run in flight progressing together, a time window would cut a wave
       const amount = inFlight * (opts.quick ? 2 : 3);
-      await runsVersusBare({ saver: o.saver, drain: () => o.runtime.drain() }, db.url, key, backend, amount, inFlight);
+      const run = async () => (await o.runtime.run(waitChain()).result).status;
+      await runsVersusBare(
+        { saver: o.saver, drain: () => o.runtime.drain(), run },
+        db.url,
+        key,
+        backend,
+        amount,
+        inFlight,
+      );
       // server Postgres: an API-only process in front of 1, then 2 worker processes
       if (o.db.kind === "server" && url) {
         const queued = await serve(o, access, undefined, undefined, "queue");
