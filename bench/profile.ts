@@ -125,7 +125,7 @@ export function serializerTime(p: CpuProfile): Record<string, number> {
   return out;
 }
 
-async function profiled(run: () => Promise<unknown>, reps: number): Promise<CpuProfile> {
+export async function profiled(run: () => Promise<unknown>, reps: number): Promise<CpuProfile> {
   const session = new Session();
   session.connect();
   try {
@@ -141,8 +141,8 @@ async function profiled(run: () => Promise<unknown>, reps: number): Promise<CpuP
   }
 }
 
-const perStep = (ms: number, steps: number) => round(ms / steps, 4);
-const perStepAll = (o: Partial<Record<string, number>>, steps: number) =>
+export const perStep = (ms: number, steps: number) => round(ms / steps, 4);
+export const perStepAll = (o: Partial<Record<string, number>>, steps: number) =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k, perStep(v ?? 0, steps)]));
 
 export async function profileSuite(opts: { quick: boolean }): Promise<void> {

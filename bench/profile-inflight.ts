@@ -1,0 +1,86 @@
+/**
+ * Profiling helper (not part of `npm run bench`): where CPU goes per step when many runs are in
+ * flight, as in the API line of the bench (600 runs of 20-step `core.wait` chains, 200 at a time)
+ * but in-process, without the request: the runtime's `rt.run()` against bare LangGraph `task()`
+ * chains on the same PostgresSaver (DATABASE_URL, else embedded), each profiled in-process and
+ * split by owner (bench/profile.ts), per step and as runtime − bare.
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/profile-inflight.ts [runs=600] [inFlight=200]
+ */
+import { randomUUID } from "node:crypto";
+import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
+import { openRuntime } from "../src/runtime/open.js";
+import { STEP_MS, STEPS, waitChain } from "./api-throughput.js";
+import { perStepAll, profiled, summarise } from "./profile.js";
+import { emitLine, now, round, sleep } from "./timing.js";
+
+const runs = Number(process.argv[2] ?? 600);
+const inFlight = Number(process.argv[3] ?? 200);
+const schema = `prof_${randomUUID().replace(/-/g, "").slice(0, 10)}`;
+const o = await openRuntime({ dataDir: ":memory:", schema, poolSize: 10, qtable: false });
+try {
+  const S = Annotation.Root({ n: Annotation<number> });
+  const bare = new StateGraph(S)
+    .addNode("work", async (s: typeof S.State) => {
+      for (let i = 0; i < s.n; i++) await task({ name: `s${i}` }, async (v: number) => (await sleep(STEP_MS), v))(i);
+      return {};
+    })
+    .addEdge(START, "work")
+    .addEdge("work", END)
+    .compile({ checkpointer: o.saver });
+  const variants: Record<string, () => Promise<unknown>> = {
+    runtime: () => o.runtime.run(waitChain()).result,
+    bareTask: () => bare.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } }),
+  };
+  const many = async (one: () => Promise<unknown>, count: number) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(inFlight, count) }, async () => {
+        while (next < count) {
+          next++;
+          await one();
+        }
+      }),
+    );
+  };
+  const byOwner: Record<string, Record<string, number>> = {};
+  const frames: Record<string, ReturnType<typeof summarise>["byFrame"]> = {};
+  for (const [name, one] of Object.entries(variants)) {
+    await many(one, Math.min(runs, inFlight)); // warm-up (JIT, pool), outside the profile
+    const t0 = now();
+    const profile = await profiled(() => many(one, runs), 1);
+    const seconds = (now() - t0) / 1000;
+    const summary = summarise(profile);
+    const { idle, ...busy } = summary.byOwner;
+    byOwner[name] = busy;
+    frames[name] = summary.byFrame;
+    const steps = runs * STEPS;
+    const total = Object.values(busy).reduce((s, v) => s + v, 0);
+    emitLine({
+      suite: "profile-inflight",
+      variant: name,
+      runs,
+      inFlight,
+      stepsPerSec: round(steps / seconds, 1),
+      idleShare: round((idle ?? 0) / (total + (idle ?? 0)), 3),
+      msPerStep: { total: round(total / steps, 4), ...perStepAll(busy, steps) },
+    });
+  }
+  const steps = runs * STEPS;
+  const owners = new Set([...Object.keys(byOwner.runtime!), ...Object.keys(byOwner.bareTask!)]);
+  const diff: Record<string, number> = {};
+  for (const k of owners) diff[k] = (byOwner.runtime![k] ?? 0) - (byOwner.bareTask![k] ?? 0);
+  emitLine({ suite: "profile-inflight", measure: "runtime − bare", msPerStep: perStepAll(diff, steps) });
+  // the functions whose self time grew most from bare to the runtime, ours and everyone else's
+  const grown = [...frames.runtime!]
+    .map(([k, e]) => ({ fn: k, owner: e.owner, ms: e.ms - (frames.bareTask!.get(k)?.ms ?? 0) }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 20)
+    .map((g) => ({
+      fn: g.fn.replace(/file:\/\/\S*?\/(src|graphs)\//, "$1/"),
+      owner: g.owner,
+      msPerStep: round(g.ms / steps, 4),
+    }));
+  emitLine({ suite: "profile-inflight", measure: "grown most", top: grown });
+} finally {
+  await o.close();
+}
