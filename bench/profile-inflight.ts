@@ -3,12 +3,13 @@
  * flight, as in the API line of the bench (600 runs of 20-step `core.wait` chains, 200 at a time)
  * but in-process, without the request: the runtime's `rt.run()` against bare LangGraph `task()`
  * chains on the same PostgresSaver (DATABASE_URL, else embedded), each profiled in-process and
- * split by owner (bench/profile.ts), per step and as runtime − bare.
+ * split by owner (bench/profile.ts), per step and as runtime − bare, with statements per run.
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/profile-inflight.ts [runs=600] [inFlight=200]
  */
 import { randomUUID } from "node:crypto";
 import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
 import { openRuntime } from "../src/runtime/open.js";
+import { countStatements } from "../src/store/commit-points.js";
 import { STEP_MS, STEPS, waitChain } from "./api-throughput.js";
 import { perStepAll, profiled, summarise } from "./profile.js";
 import { emitLine, now, round, sleep } from "./timing.js";
@@ -45,7 +46,12 @@ try {
   const byOwner: Record<string, Record<string, number>> = {};
   const frames: Record<string, ReturnType<typeof summarise>["byFrame"]> = {};
   for (const [name, one] of Object.entries(variants)) {
-    await many(one, Math.min(runs, inFlight)); // warm-up (JIT, pool), outside the profile
+    // warm-up (JIT, pool), outside the profile; its statements are counted (a counter in the
+    // profile would show as our code in both variants)
+    const warm = Math.min(runs, inFlight);
+    const count = countStatements(o.db.pool);
+    await many(one, warm);
+    count.stop();
     const t0 = now();
     const profile = await profiled(() => many(one, runs), 1);
     const seconds = (now() - t0) / 1000;
@@ -62,6 +68,9 @@ try {
       inFlight,
       stepsPerSec: round(steps / seconds, 1),
       idleShare: round((idle ?? 0) / (total + (idle ?? 0)), 3),
+      // statements per run on the pool, by what they write
+      statementsPerRun: round(count.roundTrips / warm, 2),
+      writesPerRun: Object.fromEntries(Object.entries(count.writes).map(([k, v]) => [k, round(v / warm, 2)])),
       msPerStep: { total: round(total / steps, 4), ...perStepAll(busy, steps) },
     });
   }
@@ -81,6 +90,12 @@ try {
       msPerStep: round(g.ms / steps, 4),
     }));
   emitLine({ suite: "profile-inflight", measure: "grown most", top: grown });
+  const ours = [...frames.runtime!]
+    .filter(([, e]) => e.owner === "ours")
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, 15)
+    .map(([k, e]) => ({ fn: k.replace(/file:\/\/\S*?\/(src|graphs)\//, "$1/"), msPerStep: round(e.ms / steps, 4) }));
+  emitLine({ suite: "profile-inflight", measure: "ours", top: ours });
 } finally {
   await o.close();
 }
