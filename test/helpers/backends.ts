@@ -29,6 +29,24 @@ export function freshSchema(prefix = "t"): string {
   return `${prefix}_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
 }
 
+/**
+ * Drain a runtime at teardown. A run a failed test left waiting (a 10-minute retry backoff, say)
+ * would keep the drain, and so the suite's afterAll, waiting until the hook times out and hides
+ * the first failure: after `graceMs` what still runs is cancelled, then drained.
+ */
+export async function settle(rt: Runtime, graceMs = 10_000): Promise<void> {
+  const drained = rt.drain();
+  let timer: NodeJS.Timeout | undefined;
+  const late = await Promise.race([
+    drained.then(() => false),
+    new Promise<boolean>((r) => (timer = setTimeout(r, graceMs, true))),
+  ]);
+  clearTimeout(timer);
+  if (!late) return;
+  await Promise.allSettled(rt.activeRuns().map((id) => rt.cancel(id, "test teardown")));
+  await drained;
+}
+
 export const memoryBackend: Backend = {
   name: "memory",
   async open(opts = {}) {
@@ -39,7 +57,7 @@ export const memoryBackend: Backend = {
     const store = new MemoryRunStore();
     const a = new Runtime({ ...opts, checkpointer, store, owner: "process-a" });
     const b = new Runtime({ ...opts, checkpointer, store, owner: "process-b" });
-    return { a, b, close: async () => void (await Promise.all([a.drain(), b.drain()])) };
+    return { a, b, close: async () => void (await Promise.all([settle(a), settle(b)])) };
   },
 };
 
@@ -53,7 +71,7 @@ export const postgresBackend: Backend = {
       schema,
       db: o.db,
       async close() {
-        await o.runtime.drain();
+        await settle(o.runtime);
         if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
         await o.close();
       },
@@ -76,7 +94,7 @@ export const postgresBackend: Backend = {
       a: o.runtime,
       b,
       async close() {
-        await Promise.all([o.runtime.drain(), b.drain()]);
+        await Promise.all([settle(o.runtime), settle(b)]);
         await limitsB.close();
         if (o.db.kind === "server") await o.db.pool.query(`DROP SCHEMA "${schema}" CASCADE`).catch(() => undefined);
         await o.close();
