@@ -43,7 +43,7 @@ export const chain = (n: number, ms: number, head?: { stepId: string; ms: number
 export const waitChain = () => chain(STEPS, STEP_MS);
 
 /** The same chain in bare LangGraph: one node awaiting one task() per step (each waits STEP_MS). */
-function bareChainGraph(saver: PostgresSaver) {
+export function bareChainGraph(saver: PostgresSaver) {
   const S = Annotation.Root({ n: Annotation<number> });
   return new StateGraph(S)
     .addNode("work", async (s: typeof S.State) => {
@@ -55,6 +55,19 @@ function bareChainGraph(saver: PostgresSaver) {
     .compile({ checkpointer: saver });
 }
 
+/** `count` calls of `one`, at most `inFlight` at a time (each caller starts the next as its call ends). */
+export async function keepInFlight(one: () => Promise<unknown>, count: number, inFlight: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) {
+        next++;
+        await one();
+      }
+    }),
+  );
+}
+
 /** `runs` invocations of the bare graph, `inFlight` at a time; steps/s. */
 export async function bareThroughput(
   saver: PostgresSaver,
@@ -62,16 +75,8 @@ export async function bareThroughput(
   inFlight: number,
 ): Promise<{ stepsPerSec: number; seconds: number }> {
   const graph = bareChainGraph(saver);
-  let next = 0;
   const t0 = now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < runs) {
-        next++;
-        await graph.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } });
-      }
-    }),
-  );
+  await keepInFlight(() => graph.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } }), runs, inFlight);
   const seconds = (now() - t0) / 1_000;
   return { stepsPerSec: round((runs * STEPS) / seconds, 1), seconds: round(seconds, 1) };
 }
@@ -86,16 +91,14 @@ export async function inProcessThroughput(
   runs: number,
   inFlight: number,
 ): Promise<{ stepsPerSec: number; seconds: number; failed: number }> {
-  let next = 0;
   let failed = 0;
   const t0 = now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < runs) {
-        next++;
-        if ((await run()) !== "completed") failed++;
-      }
-    }),
+  await keepInFlight(
+    async () => {
+      if ((await run()) !== "completed") failed++;
+    },
+    runs,
+    inFlight,
   );
   const seconds = (now() - t0) / 1_000;
   return { stepsPerSec: round((runs * STEPS) / seconds, 1), seconds: round(seconds, 1), failed };

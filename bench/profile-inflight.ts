@@ -7,42 +7,23 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/profile-inflight.ts [runs=600] [inFlight=200]
  */
 import { randomUUID } from "node:crypto";
-import { Annotation, END, START, StateGraph, task } from "@langchain/langgraph";
 import { openRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
-import { STEP_MS, STEPS, waitChain } from "./api-throughput.js";
-import { perStepAll, profiled, summarise } from "./profile.js";
-import { emitLine, now, round, sleep } from "./timing.js";
+import { bareChainGraph, keepInFlight, STEPS, waitChain } from "./api-throughput.js";
+import { perStepAll, profiled, shortFrame, summarise } from "./profile.js";
+import { emitLine, now, round } from "./timing.js";
 
 const runs = Number(process.argv[2] ?? 600);
 const inFlight = Number(process.argv[3] ?? 200);
 const schema = `prof_${randomUUID().replace(/-/g, "").slice(0, 10)}`;
 const o = await openRuntime({ dataDir: ":memory:", schema, poolSize: 10, qtable: false });
 try {
-  const S = Annotation.Root({ n: Annotation<number> });
-  const bare = new StateGraph(S)
-    .addNode("work", async (s: typeof S.State) => {
-      for (let i = 0; i < s.n; i++) await task({ name: `s${i}` }, async (v: number) => (await sleep(STEP_MS), v))(i);
-      return {};
-    })
-    .addEdge(START, "work")
-    .addEdge("work", END)
-    .compile({ checkpointer: o.saver });
+  const bare = bareChainGraph(o.saver);
   const variants: Record<string, () => Promise<unknown>> = {
     runtime: () => o.runtime.run(waitChain()).result,
     bareTask: () => bare.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } }),
   };
-  const many = async (one: () => Promise<unknown>, count: number) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(inFlight, count) }, async () => {
-        while (next < count) {
-          next++;
-          await one();
-        }
-      }),
-    );
-  };
+  const many = (one: () => Promise<unknown>, count: number) => keepInFlight(one, count, inFlight);
   const byOwner: Record<string, Record<string, number>> = {};
   const frames: Record<string, ReturnType<typeof summarise>["byFrame"]> = {};
   for (const [name, one] of Object.entries(variants)) {
@@ -85,7 +66,7 @@ try {
     .sort((a, b) => b.ms - a.ms)
     .slice(0, 20)
     .map((g) => ({
-      fn: g.fn.replace(/file:\/\/\S*?\/(src|graphs)\//, "$1/"),
+      fn: shortFrame(g.fn),
       owner: g.owner,
       msPerStep: round(g.ms / steps, 4),
     }));
@@ -94,7 +75,7 @@ try {
     .filter(([, e]) => e.owner === "ours")
     .sort((a, b) => b[1].ms - a[1].ms)
     .slice(0, 15)
-    .map(([k, e]) => ({ fn: k.replace(/file:\/\/\S*?\/(src|graphs)\//, "$1/"), msPerStep: round(e.ms / steps, 4) }));
+    .map(([k, e]) => ({ fn: shortFrame(k), msPerStep: round(e.ms / steps, 4) }));
   emitLine({ suite: "profile-inflight", measure: "ours", top: ours });
 } finally {
   await o.close();

@@ -141,6 +141,9 @@ export async function profiled(run: () => Promise<unknown>, reps: number): Promi
   }
 }
 
+/** A frame key with this project's path cut (`loop graphs/scheduler/index.ts:0`). */
+export const shortFrame = (k: string) => k.replace(`${pathToFileURL(ROOT).href}/`, "");
+
 export const perStep = (ms: number, steps: number) => round(ms / steps, 4);
 export const perStepAll = (o: Partial<Record<string, number>>, steps: number) =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [k, perStep(v ?? 0, steps)]));
@@ -209,9 +212,7 @@ export async function profileSuite(opts: { quick: boolean }): Promise<void> {
     measure: "ours",
     shape,
     steps: n,
-    top: ours
-      .slice(0, 12)
-      .map(([k, e]) => ({ fn: k.replace(`${pathToFileURL(ROOT).href}/`, ""), msPerStep: perStep(e.ms, steps) })),
+    top: ours.slice(0, 12).map(([k, e]) => ({ fn: shortFrame(k), msPerStep: perStep(e.ms, steps) })),
   });
   emitLine({
     suite: "profile",
