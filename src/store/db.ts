@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { poolTypes } from "./pg-types.js";
+import { preparedStatementsEnabled, usePreparedStatements } from "./prepared.js";
 import { installCommitPoints } from "./commit-points.js";
 import { initialiseInChild } from "./pglite-init.js";
 import { ErrorCode, ToolchainError } from "../kernel/errors.js";
@@ -46,6 +47,8 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** Embedded engine. @default TOOLCHAIN_EMBEDDED_ENGINE, else "pglite" */
   engine?: EmbeddedEngine;
+  /** Named prepared statements (src/store/prepared.ts). @default TOOLCHAIN_PG_PREPARED, else on */
+  preparedStatements?: boolean;
 }
 
 /** The embedded engine chosen by TOOLCHAIN_EMBEDDED_ENGINE (default pglite). */
@@ -65,6 +68,7 @@ const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Database> {
   const db = await openDatabaseUninstrumented(opts);
+  if (opts.preparedStatements ?? preparedStatementsEnabled()) usePreparedStatements(db.pool);
   installCommitPoints(db.pool); // crash points at every commit: only under the fault suite
   return db;
 }
@@ -235,6 +239,9 @@ async function openEmbedded(
     user: "postgres",
     database: "postgres",
     max: 1,
+    // keep the one connection: a new one would prepare its statements again in PGlite's one
+    // session, beside the old one's (src/store/prepared.ts)
+    idleTimeoutMillis: 0,
     types: poolTypes,
   });
   pool.on("error", () => undefined);
