@@ -2,7 +2,8 @@
  * Named prepared statements (src/store/prepared.ts), on the database this suite runs against
  * (server Postgres at DATABASE_URL, else the embedded default): a run's statements are prepared
  * once per connection and reused, not once per run; TOOLCHAIN_PG_PREPARED=0 turns them off; a
- * refused statement leaves its name usable; a replaced connection (PGlite keeps one session for
+ * refused statement leaves its name usable; a plan gone stale under a migration is sent unnamed;
+ * a replaced connection (PGlite keeps one session for
  * every client) prepares under names of its own; a process names a bounded number of texts.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -100,6 +101,35 @@ describe("prepared statements", () => {
     expect(fresh.length).toBeGreaterThan(0);
     for (const p of prefixes(new Map(fresh.map((k) => [k, ""])))) expect(prefixes(before).has(p)).toBe(false);
     if (o.db.kind === "server") expect(fresh.length).toBe(after.size);
+  });
+
+  it("a plan gone stale under a migration (a column added under SELECT *) is sent unnamed, outside a transaction at once", async () => {
+    const o = await open();
+    const t = `"${o.db.schema}".stale_probe`;
+    await o.db.pool.query(`CREATE TABLE ${t} (a int)`);
+    await o.db.pool.query(`INSERT INTO ${t} VALUES (1)`);
+    const select = `SELECT * FROM ${t} WHERE a = $1`;
+    expect((await o.db.pool.query(select, [1])).rows).toEqual([{ a: 1 }]);
+    await o.db.pool.query(`ALTER TABLE ${t} ADD COLUMN b int`);
+    // the prepared plan is refused from now on ("cached plan must not change result type")
+    expect((await o.db.pool.query(select, [1])).rows).toEqual([{ a: 1, b: null }]);
+    expect((await o.db.pool.query(select, [1])).rows).toEqual([{ a: 1, b: null }]);
+    // inside a transaction the refusal loses the transaction (it is not retried there); the
+    // text is unnamed for the next one
+    const tx = `SELECT * FROM ${t} WHERE a = $1 AND true`;
+    expect((await o.db.pool.query(tx, [1])).rows).toEqual([{ a: 1, b: null }]);
+    await o.db.pool.query(`ALTER TABLE ${t} ADD COLUMN c int`);
+    const client = await o.db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await expect(client.query(tx, [1])).rejects.toThrow(/cached plan must not change result type/);
+      await client.query("ROLLBACK");
+      await client.query("BEGIN");
+      expect((await client.query(tx, [1])).rows).toEqual([{ a: 1, b: null, c: null }]);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
   });
 
   it(`names at most ${MAX_NAMED} distinct texts in a process; the others still run, unnamed`, async () => {

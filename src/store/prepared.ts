@@ -11,6 +11,7 @@
  *   so a text built per call could never grow a session's statements without bound.
  * - Names are per client (`tc<client>_<hash of the text>`): PGlite's socket server puts every
  *   client on one session, where a name of a client gone (a replaced connection) still exists.
+ * - A plan gone stale (a column added under a `SELECT *`) sends that text unnamed on that client.
  * - Off with TOOLCHAIN_PG_PREPARED=0, for a transaction-mode pooler in front of Postgres
  *   (PgBouncer before 1.21) that would hand a statement's Bind to another server connection.
  */
@@ -18,6 +19,12 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 
 export const MAX_NAMED = 500;
+/**
+ * "cached plan must not change result type": a `SELECT *` / `RETURNING *` prepared before a
+ * migration (of a newer process) changed its table's columns is refused on every call after, so
+ * that client sends the text unnamed from then on, as before this module.
+ */
+const STALE_PLAN = "0A000";
 const hashes = new Map<string, string>();
 let clients = 0;
 
@@ -50,14 +57,30 @@ export function usePreparedStatements(pool: pg.Pool): void {
     if (seen.has(client)) return;
     seen.add(client);
     const prefix = `tc${++clients}_`;
+    const stale = new Set<string>(); // texts whose prepared plan went stale on this client
     const orig = client.query.bind(client) as (...a: unknown[]) => unknown;
+    // a stale plan is refused before it runs: outside a transaction, the unnamed retry is the
+    // call's only execution; inside one the transaction is lost either way and fails as it would
+    const retryable = (e: unknown, text: string) => {
+      const err = e as { code?: string; message?: string };
+      if (err.code !== STALE_PLAN || !/cached plan/.test(err.message ?? "")) return false;
+      stale.add(text);
+      return client.getTransactionStatus() === "I";
+    };
     client.query = function (this: unknown, ...args: unknown[]) {
-      const [text, values] = args;
-      if (typeof text === "string" && Array.isArray(values)) {
-        const h = hashOf(text);
-        if (h !== undefined) return orig({ name: prefix + h, text, values }, ...args.slice(2));
-      }
-      return orig(...args);
+      const [text, values, cb] = args;
+      if (typeof text !== "string" || !Array.isArray(values) || stale.has(text)) return orig(...args);
+      const h = hashOf(text);
+      if (h === undefined) return orig(...args);
+      const config = { name: prefix + h, text, values };
+      if (typeof cb === "function")
+        return orig(config, (e: unknown, r: unknown) =>
+          e && retryable(e, text) ? orig(text, values, cb) : (cb as (e: unknown, r: unknown) => void)(e, r),
+        );
+      return (orig(config) as Promise<unknown>).catch((e: unknown) => {
+        if (retryable(e, text)) return orig(text, values);
+        throw e;
+      });
     } as typeof client.query;
   });
 }
