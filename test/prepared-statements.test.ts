@@ -6,6 +6,9 @@
  * a replaced connection (PGlite keeps one session for
  * every client) prepares under names of its own; a process names a bounded number of texts.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
@@ -47,16 +50,30 @@ async function prepared(o: OpenedRuntime): Promise<Map<string, string>> {
 }
 
 describe("prepared statements", () => {
-  // first: the embedded test process shares one PGlite pool between opens, and the first open
-  // with the switch on names that pool's statements from then on
   it("TOOLCHAIN_PG_PREPARED=0 sends every statement unnamed", async () => {
     process.env.TOOLCHAIN_PG_PREPARED = "0";
+    // a database of its own: the embedded test processes share one in-memory PGlite pool between
+    // files, on which an earlier open with the switch on already names statements
+    const dir = mkdtempSync(join(tmpdir(), "prep-off-"));
     try {
-      const o = await open();
+      const o = (opened = await openRuntime({
+        databaseUrl: serverUrl,
+        dataDir: join(dir, "db"),
+        schema: freshSchema("prep"),
+        poolSize: 1,
+        qtable: false,
+      }));
       expect((await o.runtime.run(plan).result).status).toBe("completed");
       expect((await prepared(o)).size).toBe(0);
     } finally {
       delete process.env.TOOLCHAIN_PG_PREPARED;
+      const o = opened;
+      opened = undefined;
+      await o?.runtime.drain();
+      if (o?.db.kind === "server")
+        await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);
+      await o?.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
