@@ -7,8 +7,10 @@
  * per trivial run for the runtime and for bare LangGraph on the same saver alike.
  *
  * - Only statements with parameters (`query(text, values)`), whose text is fixed SQL: values
- *   never enter a text here. A process names at most MAX_NAMED distinct texts; others go unnamed,
- *   so a text built per call could never grow a session's statements without bound.
+ *   never enter a text here. A connection names at most MAX_NAMED distinct texts; others go
+ *   unnamed, so a text built per call could never grow a session's statements without bound.
+ *   The bound is the connection's, not the process's: a process serving several schemas (texts
+ *   name their schema) would otherwise stop naming on a connection that has named nothing.
  * - Names are per client (`tc<client>_<hash of the text>`): PGlite's socket server puts every
  *   client on one session, where a name of a client gone (a replaced connection) still exists.
  * - A plan gone stale (a column added under a `SELECT *`) sends that text unnamed on that client.
@@ -25,7 +27,6 @@ export const MAX_NAMED = 500;
  * that client sends the text unnamed from then on, as before this module.
  */
 const STALE_PLAN = "0A000";
-const hashes = new Map<string, string>();
 let clients = 0;
 
 /** Whether TOOLCHAIN_PG_PREPARED leaves prepared statements on (anything but 0 / false / off). */
@@ -34,17 +35,7 @@ export function preparedStatementsEnabled(env: NodeJS.ProcessEnv = process.env):
   return !(v === "0" || v === "false" || v === "off" || v === "no");
 }
 
-/** Distinct texts named in this process so far (at most MAX_NAMED). */
-export const namedTexts = (): number => hashes.size;
-
-function hashOf(text: string): string | undefined {
-  let h = hashes.get(text);
-  if (h === undefined && hashes.size < MAX_NAMED) {
-    h = createHash("sha1").update(text).digest("hex").slice(0, 20);
-    hashes.set(text, h);
-  }
-  return h;
-}
+const hashOf = (text: string) => createHash("sha1").update(text).digest("hex").slice(0, 20);
 
 const installed = new WeakSet<pg.Pool>();
 
@@ -57,7 +48,13 @@ export function usePreparedStatements(pool: pg.Pool): void {
     if (seen.has(client)) return;
     seen.add(client);
     const prefix = `tc${++clients}_`;
+    const names = new Map<string, string>(); // text → its name on this client (at most MAX_NAMED)
     const stale = new Set<string>(); // texts whose prepared plan went stale on this client
+    const nameOf = (text: string): string | undefined => {
+      let name = names.get(text);
+      if (name === undefined && names.size < MAX_NAMED) names.set(text, (name = prefix + hashOf(text)));
+      return name;
+    };
     const orig = client.query.bind(client) as (...a: unknown[]) => unknown;
     // a stale plan is refused before it runs: outside a transaction, the unnamed retry is the
     // call's only execution; inside one the transaction is lost either way and fails as it would
@@ -70,9 +67,9 @@ export function usePreparedStatements(pool: pg.Pool): void {
     client.query = function (this: unknown, ...args: unknown[]) {
       const [text, values, cb] = args;
       if (typeof text !== "string" || !Array.isArray(values) || stale.has(text)) return orig(...args);
-      const h = hashOf(text);
-      if (h === undefined) return orig(...args);
-      const config = { name: prefix + h, text, values };
+      const name = nameOf(text);
+      if (name === undefined) return orig(...args);
+      const config = { name, text, values };
       if (typeof cb === "function")
         return orig(config, (e: unknown, r: unknown) =>
           e && retryable(e, text) ? orig(text, values, cb) : (cb as (e: unknown, r: unknown) => void)(e, r),
