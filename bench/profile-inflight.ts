@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { openRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
 import { bareChainGraph, keepInFlight, STEPS, waitChain } from "./api-throughput.js";
-import { perStepAll, profiled, shortFrame, summarise } from "./profile.js";
+import { emitRuntimeVsBare, perStepAll, profiled, summarise, type Summary } from "./profile.js";
 import { emitLine, now, round } from "./timing.js";
 
 const runs = Number(process.argv[2] ?? 600);
@@ -24,8 +24,8 @@ try {
     bareTask: () => bare.invoke({ n: STEPS }, { configurable: { thread_id: randomUUID() } }),
   };
   const many = (one: () => Promise<unknown>, count: number) => keepInFlight(one, count, inFlight);
-  const byOwner: Record<string, Record<string, number>> = {};
-  const frames: Record<string, ReturnType<typeof summarise>["byFrame"]> = {};
+  const summaries: Record<string, Summary> = {};
+  const steps = runs * STEPS;
   for (const [name, one] of Object.entries(variants)) {
     // warm-up (JIT, pool), outside the profile; its statements are counted (a counter in the
     // profile would show as our code in both variants)
@@ -36,11 +36,8 @@ try {
     const t0 = now();
     const profile = await profiled(() => many(one, runs), 1);
     const seconds = (now() - t0) / 1000;
-    const summary = summarise(profile);
+    const summary = (summaries[name] = summarise(profile));
     const { idle, ...busy } = summary.byOwner;
-    byOwner[name] = busy;
-    frames[name] = summary.byFrame;
-    const steps = runs * STEPS;
     const total = Object.values(busy).reduce((s, v) => s + v, 0);
     emitLine({
       suite: "profile-inflight",
@@ -55,28 +52,7 @@ try {
       msPerStep: { total: round(total / steps, 4), ...perStepAll(busy, steps) },
     });
   }
-  const steps = runs * STEPS;
-  const owners = new Set([...Object.keys(byOwner.runtime!), ...Object.keys(byOwner.bareTask!)]);
-  const diff: Record<string, number> = {};
-  for (const k of owners) diff[k] = (byOwner.runtime![k] ?? 0) - (byOwner.bareTask![k] ?? 0);
-  emitLine({ suite: "profile-inflight", measure: "runtime − bare", msPerStep: perStepAll(diff, steps) });
-  // the functions whose self time grew most from bare to the runtime, ours and everyone else's
-  const grown = [...frames.runtime!]
-    .map(([k, e]) => ({ fn: k, owner: e.owner, ms: e.ms - (frames.bareTask!.get(k)?.ms ?? 0) }))
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, 20)
-    .map((g) => ({
-      fn: shortFrame(g.fn),
-      owner: g.owner,
-      msPerStep: round(g.ms / steps, 4),
-    }));
-  emitLine({ suite: "profile-inflight", measure: "grown most", top: grown });
-  const ours = [...frames.runtime!]
-    .filter(([, e]) => e.owner === "ours")
-    .sort((a, b) => b[1].ms - a[1].ms)
-    .slice(0, 15)
-    .map(([k, e]) => ({ fn: shortFrame(k), msPerStep: round(e.ms / steps, 4) }));
-  emitLine({ suite: "profile-inflight", measure: "ours", top: ours });
+  emitRuntimeVsBare("profile-inflight", "msPerStep", steps, summaries.runtime!, summaries.bareTask!);
 } finally {
   await o.close();
 }

@@ -11,7 +11,7 @@ import { openRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
 import { bareGraph } from "./durable.js";
 import { noopPlan } from "./overhead.js";
-import { perStepAll, profiled, shortFrame, summarise } from "./profile.js";
+import { emitRuntimeVsBare, perStepAll, profiled, summarise, topFrames, type Summary } from "./profile.js";
 import { emitLine, now, round } from "./timing.js";
 
 const runs = Number(process.argv[2] ?? 1000);
@@ -26,8 +26,7 @@ try {
   const many = async (one: () => Promise<unknown>, count: number) => {
     for (let i = 0; i < count; i++) await one();
   };
-  const byOwner: Record<string, Record<string, number>> = {};
-  const frames: Record<string, ReturnType<typeof summarise>["byFrame"]> = {};
+  const summaries: Record<string, Summary> = {};
   for (const [name, one] of Object.entries(variants)) {
     const warm = 200;
     const count = countStatements(o.db.pool);
@@ -36,10 +35,8 @@ try {
     const t0 = now();
     const profile = await profiled(() => many(one, runs), 1);
     const ms = now() - t0;
-    const summary = summarise(profile);
-    const { idle, ...busy } = summary.byOwner;
-    byOwner[name] = busy;
-    frames[name] = summary.byFrame;
+    const summary = (summaries[name] = summarise(profile));
+    const { idle: _idle, ...busy } = summary.byOwner;
     const total = Object.values(busy).reduce((s, v) => s + v, 0);
     emitLine({
       suite: "profile-trivial",
@@ -50,33 +47,17 @@ try {
       cpuMsPerRun: { total: round(total / runs, 4), ...perStepAll(busy, runs) },
     });
   }
-  const owners = new Set([...Object.keys(byOwner.runtime!), ...Object.keys(byOwner.bare!)]);
-  const diff: Record<string, number> = {};
-  for (const k of owners) diff[k] = (byOwner.runtime![k] ?? 0) - (byOwner.bare![k] ?? 0);
-  emitLine({ suite: "profile-trivial", measure: "runtime − bare", cpuMsPerRun: perStepAll(diff, runs) });
-  const grown = [...frames.runtime!]
-    .map(([k, e]) => ({ fn: k, owner: e.owner, ms: e.ms - (frames.bare!.get(k)?.ms ?? 0) }))
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, 25)
-    .map((g) => ({ fn: shortFrame(g.fn), owner: g.owner, msPerRun: round(g.ms / runs, 4) }));
-  emitLine({ suite: "profile-trivial", measure: "grown most", top: grown });
-  const ours = [...frames.runtime!]
-    .filter(([, e]) => e.owner === "ours")
-    .sort((a, b) => b[1].ms - a[1].ms)
-    .slice(0, 25)
-    .map(([k, e]) => ({ fn: shortFrame(k), msPerRun: round(e.ms / runs, 4) }));
-  emitLine({ suite: "profile-trivial", measure: "ours", top: ours });
+  emitRuntimeVsBare("profile-trivial", "cpuMsPerRun", runs, summaries.runtime!, summaries.bare!, {
+    grown: 25,
+    ours: 25,
+  });
   // Node's own frames per variant (socket writes, microtasks): what the runtime's path induces
-  for (const name of Object.keys(frames))
+  for (const [name, s] of Object.entries(summaries))
     emitLine({
       suite: "profile-trivial",
       measure: "node",
       variant: name,
-      top: [...frames[name]!]
-        .filter(([, e]) => e.owner === "node")
-        .sort((a, b) => b[1].ms - a[1].ms)
-        .slice(0, 8)
-        .map(([k, e]) => ({ fn: shortFrame(k), msPerRun: round(e.ms / runs, 4) })),
+      top: topFrames(s, "node", 8, "msPerRun", runs),
     });
 } finally {
   await o.close();

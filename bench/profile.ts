@@ -223,3 +223,40 @@ export async function profileSuite(opts: { quick: boolean }): Promise<void> {
     bareTask: perStepAll(serialize.bareTask, steps),
   });
 }
+
+export type Summary = ReturnType<typeof summarise>;
+
+/**
+ * What the runtime's profile adds to bare LangGraph's, as JSON lines of `suite`, in `unit` per
+ * `per` (steps or runs): the busy time by owner (runtime − bare), the functions whose self time
+ * grew most (everyone's), and our own functions with the most self time.
+ */
+export function emitRuntimeVsBare(
+  suite: string,
+  unit: string,
+  per: number,
+  runtime: Summary,
+  bare: Summary,
+  top = { grown: 20, ours: 15 },
+): void {
+  const busy = ({ idle: _idle, ...rest }: Summary["byOwner"]) => rest as Record<string, number>;
+  const [r, b] = [busy(runtime.byOwner), busy(bare.byOwner)];
+  const diff: Record<string, number> = {};
+  for (const k of new Set([...Object.keys(r), ...Object.keys(b)])) diff[k] = (r[k] ?? 0) - (b[k] ?? 0);
+  emitLine({ suite, measure: "runtime − bare", [unit]: perStepAll(diff, per) });
+  const grown = [...runtime.byFrame]
+    .map(([k, e]) => ({ fn: k, owner: e.owner, ms: e.ms - (bare.byFrame.get(k)?.ms ?? 0) }))
+    .sort((x, y) => y.ms - x.ms)
+    .slice(0, top.grown)
+    .map((g) => ({ fn: shortFrame(g.fn), owner: g.owner, [unit]: perStep(g.ms, per) }));
+  emitLine({ suite, measure: "grown most", top: grown });
+  emitLine({ suite, measure: "ours", top: topFrames(runtime, "ours", top.ours, unit, per) });
+}
+
+/** The `count` functions of `owner` with the most self time, in `unit` per `per`. */
+export const topFrames = (s: Summary, owner: Owner, count: number, unit: string, per: number) =>
+  [...s.byFrame]
+    .filter(([, e]) => e.owner === owner)
+    .sort((x, y) => y[1].ms - x[1].ms)
+    .slice(0, count)
+    .map(([k, e]) => ({ fn: shortFrame(k), [unit]: perStep(e.ms, per) }));
