@@ -6,6 +6,10 @@
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { EVENT_TAG, eventKey, type EmittedEvent, type EventType } from "../src/kernel/events.js";
 import type { RuntimeEnv } from "./env.js";
+import { ridesOf } from "../src/kernel/node-rides.js";
+
+/** Where LangGraph puts a task's id in its config (CONFIG_KEY_TASK_ID, not exported by the package). */
+const TASK_ID_KEY = "__pregel_task_id";
 import type { RunState } from "./state.js";
 
 export { eventKey };
@@ -65,7 +69,8 @@ export function emitter(
  * saved and before its last event batch lost those events for good: the node never runs again, and
  * the drive's backfill rebuilds only the lifecycle events a final state implies, not, say, the
  * `step_confirmed` of an operator's rollback decision or `rollback_completed` (the crash-point suite
- * found both, killed at the `checkpoint:putWrites` of the node that then ended runs). One append round trip per node run.
+ * found both, killed at the `checkpoint:putWrites` of the node that then ended runs). One append
+ * round trip per node run, or none where they ride in the writes' statement.
  */
 export function eventsBeforeWrites<S, U>(
   env: Pick<RuntimeEnv, "controls">,
@@ -76,6 +81,9 @@ export function eventsBeforeWrites<S, U>(
     if (typeof runId !== "string" || !outlet(config, env)) return node(state, config);
     const keys: string[] = [];
     const out = await node(state, { ...config, [EMITTED]: keys } as Capturing);
+    // where the drive can, they are stored with the writes, in their statement (src/runtime/events-ride.ts)
+    const taskId = config.configurable?.[TASK_ID_KEY];
+    if (typeof taskId === "string" && ridesOf(config.configurable)?.offer(taskId, keys)) return out;
     await env.controls.eventsStored(runId, keys);
     return out;
   };

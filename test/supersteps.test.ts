@@ -132,7 +132,7 @@ describe("round trips per run (the bench's count)", () => {
 });
 
 describe("round trips of a trivial run", () => {
-  test("a one-step run that never waits: 8 statements (recorded leased; no read of its empty thread; its events in one batch; its final projection, releasing the lease, in its final checkpoint's statement; no end-of-drive decisions query)", async () => {
+  test("a one-step run that never waits: 7 statements, as many as bare LangGraph's (recorded leased; no read of its empty thread; its events in its scheduler node's writes statement; its final projection, releasing the lease, in its final checkpoint's statement; no end-of-drive decisions query)", async () => {
     const { openRuntime } = await import("../src/runtime/open.js");
     const o = await openRuntime({
       databaseUrl: process.env.DATABASE_URL || "",
@@ -151,15 +151,19 @@ describe("round trips of a trivial run", () => {
       const v = await h.result.finally(() => (process.env.TOOLCHAIN_CHECK_STREAMED_VIEW = check));
       count.stop();
       expect(v.status).toBe("completed");
-      expect(count.roundTrips).toBe(8);
+      expect(count.roundTrips).toBe(7);
       // its thread is new (the run row was just inserted): LangGraph's first read is answered without a query
       expect(count.checkpointReads).toBe(0);
-      // its four events (run and step started, step and run completed) in one append, one notify
+      // its four events (run and step started, step and run completed) in one append, one notify,
+      // riding in the statement of the scheduler node's writes (events-ride.ts)
       expect(count.writes).toMatchObject({
         "insert.tool_chain_event_logs": 1,
         "call.pg_notify": 1,
         "insert.checkpoints": 3,
       });
+      expect(count.statements.filter((w) => w.includes("insert.tool_chain_event_logs"))).toEqual([
+        expect.arrayContaining(["insert.checkpoint_writes", "update.tool_chain_runs(last_seq)", "call.pg_notify"]),
+      ]);
       // the run row and its step rows written once, by the final checkpoint's statement (final-ride.ts)
       expect(count.writes).toMatchObject({
         "update.tool_chain_runs(status)": 1,

@@ -9,6 +9,8 @@ import { Command } from "@langchain/langgraph";
 import { SEED_KEY, type GraphInput, type RunSeed } from "../../graphs/io.js";
 import { freshThreadKey } from "./fresh-thread.js";
 import { finalRideKey, type FinalRide } from "./final-ride.js";
+import { eventsRideKey } from "./events-ride.js";
+import { EventBatches } from "./event-batches.js";
 import type { compileToolchainGraph } from "../../graphs/toolchain.js";
 import { Channel } from "../kernel/channel.js";
 import { EVENT_TAG, isTaggedEvent, type EmittedEvent, type RunEvent } from "../kernel/events.js";
@@ -61,6 +63,10 @@ export interface DriveDeps {
    * process lacks one (the run stays for a process that has it), `unavailable` after the grace period.
    */
   versionGate?(runId: string): Promise<VersionGate | undefined>;
+  /** writesSettled, for task and node writes only, not checkpoints (write-barrier.ts). */
+  taskWritesSettled?(runId: string): Promise<void>;
+  /** The saver's node writes can carry the node's events (events-ride.ts). */
+  eventsRide?: boolean;
   /** A new run's first drive: its thread has no checkpoint to read (fresh-thread.ts). */
   freshThread?: boolean;
   /** The saver's checkpoints can carry the run's final projection (final-ride.ts). */
@@ -146,77 +152,33 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     if (row?.cancelRequest) cancelFrom(row.cancelRequest);
   })();
 
-  // events: batched, one store transaction per batch, in order
-  let buffer: EmittedEvent[] = [];
-  let flushing: Promise<void> | undefined;
-  let flushError: unknown;
-  // keys of events this drive's appends committed (stored now, by this batch or an earlier one)
-  const persisted = new Set<string>();
-  // nodes waiting for their events to be stored (graphs/emit.ts eventsBeforeWrites); a failed
-  // append or the drive's end releases them (the drive stops either way)
-  let storedWaiters: { left: Set<string>; resolve: () => void }[] = [];
-  const releaseStored = (all: boolean) => {
-    storedWaiters = storedWaiters.filter((w) => {
-      for (const k of w.left) if (persisted.has(k)) w.left.delete(k);
-      if (all || !w.left.size) w.resolve();
-      return !(all || !w.left.size);
-    });
-  };
-  deps.controls.setEventLog(runId, (keys) => {
-    const left = new Set(keys.filter((k) => !persisted.has(k)));
-    if (!left.size || flushError) return Promise.resolve();
-    return new Promise<void>((resolve) => storedWaiters.push({ left, resolve }));
+  // events: batched, one store statement per batch, in order (event-batches.ts)
+  const batches = new EventBatches({
+    settled: () => (deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve()),
+    writesSettled: () => (deps.taskWritesSettled ? deps.taskWritesSettled(runId) : Promise.resolve()),
+    append: (batch) => store.append(runId, batch, owner),
+    ...(deps.eventsRide && store.appendRider
+      ? { rider: (batch: EmittedEvent[]) => store.appendRider?.(runId, batch, owner) }
+      : {}),
+    stored: (numbered) => {
+      spans.observe(numbered);
+      for (const ev of numbered) {
+        applyLive(ev);
+        events.push(ev);
+      }
+    },
+    failed: (e) => stop.abort(e),
   });
-  const settled = () => (deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve());
-  const flush = (): Promise<void> => {
-    if (flushing || !buffer.length) return flushing ?? Promise.resolve();
-    let batch: EmittedEvent[] = [];
-    // never ahead of the checkpoint: a step shown completed has its result saved (write-barrier.ts).
-    // The batch is cut once the writes in flight settled, so what was emitted meanwhile (a step's
-    // start and its end, a run's end) goes in the same statement; the writes those events report
-    // may have started during that wait: settled again before the append
-    flushing = settled()
-      .then(() => {
-        batch = buffer;
-        buffer = [];
-        return settled();
-      })
-      .then(() => store.append(runId, batch, owner))
-      .then(
-        (numbered) => {
-          for (const ev of batch) persisted.add(ev.key);
-          releaseStored(false);
-          spans.observe(numbered);
-          for (const ev of numbered) {
-            applyLive(ev);
-            events.push(ev);
-          }
-        },
-        (e) => {
-          flushError ??= e;
-          stop.abort(e);
-          releaseStored(true);
-        },
-      )
-      .finally(() => {
-        flushing = undefined;
-        if (buffer.length && !flushError) void flush();
-      });
-    return flushing;
-  };
+  const persisted = batches.persisted;
+  deps.controls.setEventLog(runId, (keys) => batches.whenStored(keys));
   // events are taken while the graph streams: what a node still emits after the stream ended or
   // failed (a skill that ignored its abort) is dropped, as a custom chunk of a closed stream was
   let streaming = false;
   const take = (ev: EmittedEvent) => {
-    if (!streaming) return;
-    buffer.push(ev);
-    void flush();
+    if (streaming) batches.push(ev);
   };
   deps.controls.setEventSink(runId, take);
-  const drain = async () => {
-    while (flushing || (buffer.length && !flushError)) await (flushing ?? flush());
-    if (flushError) throw flushError;
-  };
+  const drain = () => batches.drain();
 
   // the drive's `invoke_workflow` span (src/telemetry/run-spans.ts; a no-op with tracing off)
   let spans: DriveTrace = NO_DRIVE_TRACE;
@@ -288,9 +250,11 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       const ride: FinalRide | undefined =
         deps.finalRide && store.syncRider && !(start.input instanceof Command)
           ? async (values) => {
-              if (ridden || waited || flushError || flushing || buffer.length) return undefined;
+              if (ridden || waited || batches.failure) return undefined;
               const view = await deps.viewOf(values);
               if (!view || view.pendingConfirmations.length) return undefined;
+              // the last node's events riding in its writes are stored first (event-batches.ts)
+              if (!(await batches.afterRide()) || !batches.allStored) return undefined;
               if (backfill(view).some((e) => !persisted.has(e.key))) return undefined;
               const rider = store.syncRider?.(view, owner);
               return (
@@ -316,6 +280,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
             [SEED_KEY]: start.seed,
             ...freshThreadKey(deps.freshThread),
             ...finalRideKey(ride),
+            ...eventsRideKey(deps.eventsRide && store.appendRider ? batches : undefined),
           },
           // "values": the state after each superstep, so the drive's end needs no checkpoint read
           streamMode: ["custom", "values"],
@@ -384,7 +349,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       return view;
     } catch (e) {
       await drain().catch(() => undefined);
-      const err = flushError ?? e;
+      const err = batches.failure ?? e;
       if (leased) await spans.fail(err);
       const line = { runId, workspace: row?.workspaceId, traceId: row?.traceId };
       if (leased && isLeaseLost(err)) {
@@ -422,7 +387,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       streaming = false;
       clearInterval(heartbeat);
       clearInterval(poller);
-      releaseStored(true);
+      batches.releaseAll();
       if (!released) await store.releaseLease(runId, owner).catch(() => undefined);
       deps.controls.close(runId);
       done();

@@ -7,7 +7,6 @@
  */
 import { MemorySaver, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { defaultEnv, type RuntimeEnv } from "../../graphs/env.js";
-import { answerFreshThreads } from "./fresh-thread.js";
 import type { RunState } from "../kernel/run-state.js";
 import type { ConfirmInput } from "../kernel/decision.js";
 import { compileToolchainGraph } from "../../graphs/toolchain.js";
@@ -26,7 +25,7 @@ import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunRow, type RunStore } from "../store/run-store.js";
 import { WriteBarrier } from "./write-barrier.js";
 import { Recording } from "./recording.js";
-import { canRide, rideFinalCheckpoints } from "./final-ride.js";
+import { driveSaver, ridesOn } from "./drive-saver.js";
 import { followStored } from "./follow.js";
 import { continueRun, hasRequestToApply, inputFor } from "./continue-run.js";
 import type { RuntimeOptions, RunOptions, RunHandle } from "./options.js";
@@ -109,11 +108,7 @@ export class Runtime {
       ...opts.env,
     });
     this.checkpointer = opts.checkpointer ?? new MemorySaver();
-    const saver = this.writes.wrap(
-      rideFinalCheckpoints(this.checkpointer),
-      this.store.viewGeneration ? (runId) => this.store.viewChanged?.(runId) : undefined,
-    );
-    this.graph = compileToolchainGraph(this.env, answerFreshThreads(saver));
+    this.graph = compileToolchainGraph(this.env, driveSaver(this.checkpointer, this.writes, this.store));
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
@@ -435,7 +430,8 @@ export class Runtime {
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
-      finalRide: canRide(this.checkpointer),
+      taskWritesSettled: (id: string) => this.writes.writesSettled(id),
+      ...ridesOn(this.checkpointer),
       // the settled view a caller is answered with says, as every other view does, what a deploy changed
       view: async (id: string) => {
         const values = (await this.stateOf(id)).values as RunState;

@@ -10,9 +10,12 @@
  * batch was cut has settled (`test/write-barrier.test.ts`).
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import type { PutWritesWith } from "../store/saver.js";
 
 export class WriteBarrier {
   private readonly inflight = new Map<string, Set<Promise<unknown>>>();
+  /** Which of the writes in flight are checkpoints (`put`), not task or node writes. */
+  private readonly checkpoints = new WeakSet<Promise<unknown>>();
 
   /**
    * The saver, with its writes (task results and checkpoints) tracked per thread (run), calling
@@ -22,6 +25,11 @@ export class WriteBarrier {
     const tracked = Object.create(saver) as BaseCheckpointSaver;
     tracked.putWrites = (...args: Parameters<BaseCheckpointSaver["putWrites"]>) =>
       this.track(args[0].configurable?.thread_id, saver.putWrites(...args));
+    // a node's writes with its events riding (events-ride.ts) are writes like any other
+    const withRider = (saver as { putWritesWith?: PutWritesWith }).putWritesWith;
+    if (withRider)
+      (tracked as unknown as { putWritesWith: PutWritesWith }).putWritesWith = (...args) =>
+        this.track(args[0].configurable?.thread_id, withRider.apply(saver, args));
     tracked.put = (...args: Parameters<BaseCheckpointSaver["put"]>) => {
       const thread = args[0].configurable?.thread_id;
       const saved = saver.put(...args);
@@ -30,6 +38,7 @@ export class WriteBarrier {
           () => checkpointSaved(thread),
           () => undefined,
         );
+      this.checkpoints.add(saved);
       return this.track(thread, saved);
     };
     return tracked;
@@ -44,6 +53,13 @@ export class WriteBarrier {
     await new Promise((r) => setImmediate(r));
     const writes = this.inflight.get(threadId);
     if (writes?.size) await Promise.allSettled([...writes]);
+  }
+
+  /** `settled`, for the task and node writes only (`putWrites`): a checkpoint in flight is not waited for. */
+  async writesSettled(threadId: string): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    const writes = this.inflight.get(threadId);
+    if (writes?.size) await Promise.allSettled([...writes].filter((w) => !this.checkpoints.has(w)));
   }
 
   /** Writes in flight for a thread (tests). */

@@ -9,7 +9,8 @@ import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { ToolChainPlan } from "../plan/schema.js";
 import type { Database } from "./db.js";
 import { project } from "./projection.js";
-import { LeaseLostError, plannedBy } from "./run-store.js";
+import { LeaseLostError, plannedBy, type AppendRider } from "./run-store.js";
+import { shiftParams } from "./statement-rider.js";
 
 type Tx = pg.PoolClient;
 
@@ -27,6 +28,10 @@ export const notifiesOthers = (db: Pick<Database, "shared">): boolean => db.shar
  * The step projection an event batch carries ($3: [{ stepId, status, attempts, ... }]) applied to
  * the step rows `s`: one text for both append paths (the one-statement path and the locked one).
  */
+/** What the one-statement append reports (its CTEs: fastStatement). */
+const FAST_SELECT = `SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
+         (SELECT notified FROM nt) AS notified`;
+
 const STEP_PROJECTION = `status = COALESCE(x.status, s.status),
   attempts = GREATEST(s.attempts, COALESCE(x.attempts, 0)),
   error_code = CASE WHEN x."errorCode" IS NOT NULL THEN x."errorCode" ELSE s.error_code END,
@@ -50,6 +55,8 @@ export class PgEventLog {
     private readonly tx: <T>(fn: (c: Tx) => Promise<T>) => Promise<T>,
     /** A run started from a request: the planner's plan replaces the empty one (in the batch's transaction). */
     private readonly setPlan: (c: Tx, runId: string, plan: ToolChainPlan, planning: unknown) => Promise<void>,
+    /** Events were stored (committed): in-process watchers are told. */
+    private readonly onStored: (runId: string, events: RunEvent[]) => void = () => undefined,
   ) {}
 
   /** The notification parameters of both append statements: whether, channel, payload. */
@@ -73,22 +80,17 @@ export class PgEventLog {
   async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
     if (!events.length) return [];
     const known = this.appended.get(runId);
-    if (known && owner) {
-      const fast = await this.appendFast(runId, events, owner, known);
-      if (fast) return fast;
-    }
-    const fresh = await this.appendLocked(runId, events, owner);
+    const fresh =
+      (known && owner && (await this.appendFast(runId, events, owner, known))) ||
+      (await this.appendLocked(runId, events, owner));
+    if (fresh.length) this.onStored(runId, fresh);
     return fresh;
   }
 
   /**
    * The common case in one round trip: a drive appending fresh events to the run it holds. One
-   * statement (atomic) writes the events, the step and run projection and the notification, on
-   * the condition that the run row is as this process last left it (same last seq, same pending
-   * confirmations, this owner's lease) and that no event of the batch is stored yet. Any event
-   * insert moves last_seq in the same transaction, and the row lock makes a concurrent append
-   * re-check the condition on the new row, so a stale hint can never number or project twice:
-   * when the condition fails nothing is written and appendLocked takes over.
+   * statement (atomic) writes the events, the step and run projection and the notification
+   * (fastStatement: on its condition).
    */
   private async appendFast(
     runId: string,
@@ -96,6 +98,49 @@ export class PgEventLog {
     owner: string,
     known: { lastSeq: number; pending: PendingConfirmation[] },
   ): Promise<RunEvent[] | undefined> {
+    const f = this.fastStatement(runId, events, owner, known);
+    if (!f) return undefined;
+    const { rows } = await this.db.pool.query(`WITH ${f.ctes} ${FAST_SELECT}`, f.params);
+    return f.committed(rows[0]) ? f.fresh : undefined;
+  }
+
+  /**
+   * appendFast's statement riding in another write's statement (a node's writes: putWritesWith),
+   * that write guarded by the same condition; undefined where appendFast would not be tried.
+   */
+  rider(runId: string, events: readonly EmittedEvent[], owner: string): AppendRider | undefined {
+    const known = this.appended.get(runId);
+    const f = known && this.fastStatement(runId, events, owner, known);
+    if (!f) return undefined;
+    let applied = false;
+    return {
+      params: f.params,
+      guard: "EXISTS (SELECT 1 FROM ru)",
+      sql: (base) => ({ ctes: shiftParams(f.ctes, base), select: FAST_SELECT }),
+      committed: (row) => {
+        applied = f.committed(row);
+        if (applied && f.fresh.length) this.onStored(runId, f.fresh);
+      },
+      numbered: () => (applied ? f.fresh : undefined),
+    };
+  }
+
+  /**
+   * The one-statement append's CTEs, parameters and outcome: on the condition that the run row is
+   * as this process last left it (same last seq, same pending confirmations, this owner's lease)
+   * and that no event of the batch is stored yet. Any event insert moves last_seq in the same
+   * transaction, and the row lock makes a concurrent append re-check the condition on the new
+   * row, so a stale hint can never number or project twice: when the condition fails nothing is
+   * written and appendLocked takes over.
+   */
+  private fastStatement(
+    runId: string,
+    events: readonly EmittedEvent[],
+    owner: string,
+    known: { lastSeq: number; pending: PendingConfirmation[] },
+  ):
+    | { ctes: string; params: unknown[]; fresh: RunEvent[]; committed(row: Record<string, unknown>): boolean }
+    | undefined {
     const keys = new Set<string>();
     const fresh: RunEvent[] = [];
     let seq = known.lastSeq;
@@ -106,8 +151,7 @@ export class PgEventLog {
     }
     if (plannedBy(fresh)) return undefined; // the plan is written with its steps: appendLocked
     const p = project(fresh, known.pending);
-    const { rows } = await this.db.pool.query(
-      `WITH ru AS (
+    const ctes = `ru AS (
          UPDATE ${this.t.runs} SET last_seq = $4, status = COALESCE($5, status), pending_confirmations = $6::jsonb, updated_at = now(),
            finished_at = CASE WHEN $5 IN ('completed','failed','cancelled','rolled_back','rollback_failed') THEN now() ELSE finished_at END
          WHERE run_id = $1 AND last_seq = $10 AND lease_owner = $11 AND pending_confirmations = $12::jsonb
@@ -122,29 +166,34 @@ export class PgEventLog {
          UPDATE ${this.t.steps} s SET
            ${STEP_PROJECTION}
          WHERE s.run_id = $1 AND s.step_id = x."stepId" AND EXISTS (SELECT 1 FROM ru)
-         RETURNING 1)
-       SELECT (SELECT count(*) FROM ru) AS runs, (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps,
-         CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified`,
-      [
-        runId,
-        JSON.stringify(fresh),
-        JSON.stringify(p.steps),
-        seq,
-        p.runStatus ?? null,
-        JSON.stringify(p.pending),
-        ...this.notification(runId, seq),
-        known.lastSeq,
-        owner,
-        JSON.stringify(known.pending),
-        [...keys],
-      ],
-    );
-    if (Number(rows[0].runs) !== 1) {
-      this.appended.delete(runId);
-      return undefined;
-    }
-    this.remember(runId, seq, p.pending);
-    return fresh;
+         RETURNING 1),
+       nt AS (SELECT CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified)`;
+    const params = [
+      runId,
+      JSON.stringify(fresh),
+      JSON.stringify(p.steps),
+      seq,
+      p.runStatus ?? null,
+      JSON.stringify(p.pending),
+      ...this.notification(runId, seq),
+      known.lastSeq,
+      owner,
+      JSON.stringify(known.pending),
+      [...keys],
+    ];
+    return {
+      ctes,
+      params,
+      fresh,
+      committed: (row) => {
+        if (Number(row.runs) !== 1) {
+          this.appended.delete(runId);
+          return false;
+        }
+        this.remember(runId, seq, p.pending);
+        return true;
+      },
+    };
   }
 
   /** The row as a lease was taken (acquireLease): the drive's first batch can go in one statement. */

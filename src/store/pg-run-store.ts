@@ -27,6 +27,7 @@ import {
   type RunStore,
   type SyncOptions,
   type NewRunLease,
+  type AppendRider,
 } from "./run-store.js";
 
 type Tx = pg.PoolClient;
@@ -99,6 +100,7 @@ export class PgRunStore implements RunStore {
       { runs: this.runs, steps: this.steps, events: this.events },
       (fn) => this.tx(fn),
       (c, runId, plan, planning) => this.setPlan(c, runId, plan, planning),
+      (runId, events) => this.changed({ runId, events }),
     );
   }
 
@@ -186,10 +188,12 @@ export class PgRunStore implements RunStore {
     return r ? runRowFrom(r) : undefined;
   }
 
-  async append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
-    const fresh = await this.log.append(runId, events, owner);
-    if (fresh.length) this.changed({ runId, events: fresh });
-    return fresh;
+  append(runId: string, events: readonly EmittedEvent[], owner?: string): Promise<RunEvent[]> {
+    return this.log.append(runId, events, owner);
+  }
+
+  appendRider(runId: string, events: readonly EmittedEvent[], owner: string): AppendRider | undefined {
+    return this.log.rider(runId, events, owner);
   }
 
   async list(runId: string, after = 0): Promise<RunEvent[]> {

@@ -217,6 +217,12 @@ export interface SyncOptions {
   releaseLease?: boolean;
 }
 
+/** An append riding in another statement: the events as numbered once it committed, undefined when its condition failed (nothing written). */
+export interface AppendRider extends StatementRider {
+  guard: string;
+  numbered(): RunEvent[] | undefined;
+}
+
 export interface RunStore extends EventLog, IntentLog {
   /**
    * Records a new run. With `lease`, the run is recorded leased to `lease.owner` (the process
@@ -238,6 +244,12 @@ export interface RunStore extends EventLog, IntentLog {
    * (src/runtime/final-ride.ts); absent where the store and the saver share no database.
    */
   syncRider?(view: RunView, owner: string): StatementRider | undefined;
+  /**
+   * `append` of a drive's fresh events as a write riding in a node's writes statement
+   * (src/runtime/events-ride.ts); undefined where it needs a statement of its own (the drive then
+   * appends first), absent where the store and the saver share no database.
+   */
+  appendRider?(runId: string, events: readonly EmittedEvent[], owner: string): AppendRider | undefined;
   /** The stored view (works after checkpoints were pruned). */
   getView(runId: string): Promise<RunView | undefined>;
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;

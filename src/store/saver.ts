@@ -15,7 +15,8 @@
  * runs LangGraph's conformance suite against this class.
  *
  * `putWith` saves a checkpoint with another write riding in the same statement (a run's final
- * projection with its final checkpoint: src/runtime/final-ride.ts): both commit, or neither.
+ * projection with its final checkpoint: src/runtime/final-ride.ts), `putWritesWith` a node's
+ * writes with its events (src/runtime/events-ride.ts): both commit, or neither.
  */
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -52,7 +53,12 @@ function tableOf(sql: string): string {
 const SPECIAL = new Set(["__error__", "__scheduled__", "__interrupt__", "__resume__"]);
 
 export class BatchedPostgresSaver extends PostgresSaver {
-  private sqlCache?: { put: string; putCtes: string; writesUpsert: string; writesInsert: string };
+  private sqlCache?: {
+    put: string;
+    putCtes: string;
+    writesUpsert: (where: string) => string;
+    writesInsert: (where: string) => string;
+  };
 
   private get sql() {
     if (this.sqlCache) return this.sqlCache;
@@ -60,11 +66,22 @@ export class BatchedPostgresSaver extends PostgresSaver {
     const blobs = tableOf(s.UPSERT_CHECKPOINT_BLOBS_SQL!);
     const checkpoints = tableOf(s.UPSERT_CHECKPOINTS_SQL!);
     const writes = tableOf(s.UPSERT_CHECKPOINT_WRITES_SQL!);
-    const writesInsert = (conflict: string) =>
-      `INSERT INTO ${writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
+    // `where`: a rider's guard (putWritesWith); the texts are made once per guard
+    const writesInsert = (conflict: string) => {
+      const texts = new Map<string, string>();
+      return (where: string) => {
+        let t = texts.get(where);
+        if (t === undefined)
+          texts.set(
+            where,
+            (t = `INSERT INTO ${writes} (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
        SELECT $1, $2, $3, $4, x.idx, x.channel, x.type, x.blob
-       FROM unnest($5::int[], $6::text[], $7::text[], $8::bytea[]) AS x(idx, channel, type, blob)
-       ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${conflict}`;
+       FROM unnest($5::int[], $6::text[], $7::text[], $8::bytea[]) AS x(idx, channel, type, blob) ${where}
+       ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${conflict}`),
+          );
+        return t;
+      };
+    };
     const blobsCte = `b AS (
               INSERT INTO ${blobs} (thread_id, checkpoint_ns, channel, version, type, blob)
               SELECT $1, $2, x.channel, x.version, x.type, x.blob
@@ -140,7 +157,20 @@ export class BatchedPostgresSaver extends PostgresSaver {
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
   }
 
-  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return this.putWritesWith(config, writes, taskId);
+  }
+
+  /**
+   * `putWrites`, with `rider`'s write in the same statement, the writes on its guard (none of
+   * them is written when the rider's condition fails: the rider says so once committed).
+   */
+  async putWritesWith(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    rider?: StatementRider,
+  ): Promise<void> {
     if (!writes.length) return;
     const self = this as unknown as Internals;
     const c = config.configurable as { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | undefined;
@@ -156,7 +186,7 @@ export class BatchedPostgresSaver extends PostgresSaver {
     // the stock saver upserts row by row (the last write of an idx wins); one statement may not
     // touch a row twice, so keep each idx's last write
     const rows = upsert ? [...new Map(dumped.map((r) => [r[4], r])).values()] : dumped;
-    await self.pool.query(upsert ? this.sql.writesUpsert : this.sql.writesInsert, [
+    const params = [
       c?.thread_id,
       c?.checkpoint_ns,
       c?.checkpoint_id,
@@ -165,6 +195,20 @@ export class BatchedPostgresSaver extends PostgresSaver {
       rows.map((r) => r[5]),
       rows.map((r) => r[6]),
       rows.map((r) => r[7]),
-    ]);
+    ];
+    const sql = upsert ? this.sql.writesUpsert : this.sql.writesInsert;
+    if (!rider) {
+      await self.pool.query(sql(""), params);
+      return;
+    }
+    const extra = rider.sql(params.length);
+    const guard = rider.guard ? `WHERE ${rider.guard}` : "";
+    const res = (await self.pool.query(`WITH ${extra.ctes}, w AS (${sql(guard)} RETURNING 1) ${extra.select}`, [
+      ...params,
+      ...rider.params,
+    ])) as { rows: Record<string, unknown>[] };
+    rider.committed(res.rows[0]!);
   }
 }
+
+export type PutWritesWith = BatchedPostgresSaver["putWritesWith"];

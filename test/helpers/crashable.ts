@@ -44,7 +44,16 @@ export interface CrashableWorld {
 const DEAD = () => Promise.reject(Object.assign(new Error("process crashed (test)"), { code: "ECONNRESET" }));
 
 /** Synchronous helpers (no I/O): a dead process would still compute them. */
-const SYNC = new Set<PropertyKey>(["getNextVersion", "onChange", "viewGeneration", "viewChanged", "constructor"]);
+const SYNC = new Set<PropertyKey>([
+  "getNextVersion",
+  "onChange",
+  "viewGeneration",
+  "viewChanged",
+  "constructor",
+  // a write riding in another statement, built in memory: its statement is the I/O
+  "appendRider",
+  "syncRider",
+]);
 
 /**
  * A view of `target` whose I/O methods fail once `isDead()`, as a dead process's connection would;
