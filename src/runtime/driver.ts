@@ -56,15 +56,13 @@ export interface DriveDeps {
    * (terminal); undefined otherwise (no checkpoint read either way).
    */
   viewOf(values: unknown): Promise<RunView | undefined>;
-  /** Resolves once the checkpoint writes started for the run so far have settled (write-barrier.ts). */
+  /** Resolves once the task and node writes started for the run so far have settled (write-barrier.ts). */
   writesSettled?(runId: string): Promise<void>;
   /**
    * Pinned skill versions (src/skills/version.ts), checked with the lease held: `leave` when this
    * process lacks one (the run stays for a process that has it), `unavailable` after the grace period.
    */
   versionGate?(runId: string): Promise<VersionGate | undefined>;
-  /** writesSettled, for task and node writes only, not checkpoints (write-barrier.ts). */
-  taskWritesSettled?(runId: string): Promise<void>;
   /** The saver's node writes can carry the node's events (events-ride.ts). */
   eventsRide?: boolean;
   /** A new run's first drive: its thread has no checkpoint to read (fresh-thread.ts). */
@@ -155,7 +153,6 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   // events: batched, one store statement per batch, in order (event-batches.ts)
   const batches = new EventBatches({
     settled: () => (deps.writesSettled ? deps.writesSettled(runId) : Promise.resolve()),
-    writesSettled: () => (deps.taskWritesSettled ? deps.taskWritesSettled(runId) : Promise.resolve()),
     append: (batch) => store.append(runId, batch, owner),
     ...(deps.eventsRide && store.appendRider
       ? { rider: (batch: EmittedEvent[]) => store.appendRider?.(runId, batch, owner) }
@@ -253,8 +250,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
               if (ridden || waited || batches.failure) return undefined;
               const view = await deps.viewOf(values);
               if (!view || view.pendingConfirmations.length) return undefined;
-              // the last node's events riding in its writes are stored first (event-batches.ts)
-              if (!(await batches.afterRide()) || !batches.allStored) return undefined;
+              // the run's last events (riding in its last node's writes, or batches) are stored first
+              if (!(await batches.storedAll())) return undefined;
               if (backfill(view).some((e) => !persisted.has(e.key))) return undefined;
               const rider = store.syncRider?.(view, owner);
               return (

@@ -8,22 +8,20 @@
  * Every batch is cut in turn on one chain (`turn`), when its turn comes: a batch's events are
  * numbered from the run row the previous batch left, so no batch may start its statement before
  * the previous one settled, and batches are stored in the order they were cut. An ordinary flush
- * waits for the writes in flight (checkpoints too) before it queues and again before it stores; a
- * ride, queued when its node's writes are put, waits only for the task and node writes in flight
- * (the run's final checkpoint may be waiting for it: afterRide).
+ * waits for the task and node writes in flight before it queues and again before it stores; a
+ * ride, queued when its node's writes are put, before it stores. None waits for a checkpoint, so
+ * the run's final checkpoint can wait for all of them (storedAll).
  */
 import type { EmittedEvent, RunEvent } from "../kernel/events.js";
 import type { AppendRider } from "../store/run-store.js";
 import type { NodeRides, PutWrites } from "../kernel/node-rides.js";
 
 export interface EventBatchesDeps {
-  /** Resolves once the checkpoint writes started for the run so far (and in the microtasks pending) have settled. */
-  settled(): Promise<void>;
   /**
    * Resolves once the task and node writes started for the run so far (and in the microtasks
-   * pending) have settled; checkpoints are not waited for.
+   * pending) have settled; never waits for a checkpoint (write-barrier.ts).
    */
-  writesSettled(): Promise<void>;
+  settled(): Promise<void>;
   append(batch: EmittedEvent[]): Promise<RunEvent[]>;
   /** The batch's append riding in another statement; undefined: it is appended on its own. */
   rider?(batch: EmittedEvent[]): AppendRider | undefined;
@@ -31,11 +29,6 @@ export interface EventBatchesDeps {
   stored(numbered: RunEvent[]): void;
   /** An append failed: the drive stops. */
   failed(e: unknown): void;
-}
-
-interface Ride {
-  started: boolean;
-  done: Promise<void>;
 }
 
 export class EventBatches implements NodeRides {
@@ -52,7 +45,6 @@ export class EventBatches implements NodeRides {
   private offersEnd: (() => void) | undefined;
   /** The stream ended: no node offers any more. */
   private closed = false;
-  private ride: Ride | undefined;
   private error: unknown;
   private failedOnce = false;
   /** Keys of the events this drive's batches stored. */
@@ -114,17 +106,14 @@ export class EventBatches implements NodeRides {
   claim(taskId: string, put: PutWrites): Promise<void> | undefined {
     const end = this.offered.get(taskId);
     if (!end) return undefined;
-    const ride: Ride = { started: false, done: Promise.resolve() };
     // in turn, like every batch: cut when its turn comes, so batches are stored as they were cut
     const done = this.inTurn(async () => {
-      ride.started = true;
       // the drive stops: these writes are not saved either, so the node runs again on the next
       // drive and emits its events again (their keys make that a no-op for any stored)
       if (this.failedOnce) throw this.error;
       const batch = this.cut();
-      // the task writes these events report are saved first; never a checkpoint: the run's final
-      // one may be waiting for this very ride (afterRide)
-      if (batch.length) await this.deps.writesSettled();
+      // the task writes these events report are saved first
+      if (batch.length) await this.deps.settled();
       const rider = batch.length && !this.failedOnce ? this.deps.rider!(batch) : undefined;
       if (!rider) {
         if (batch.length) await this.store(batch);
@@ -143,29 +132,21 @@ export class EventBatches implements NodeRides {
       await this.store(batch);
       await put(undefined);
     });
-    ride.done = done.catch(() => undefined);
-    this.ride = ride;
     end();
-    void ride.done.then(() => {
-      if (this.ride === ride) this.ride = undefined;
-    });
     return done;
   }
 
   /**
-   * Before a run's final checkpoint carries its projection: a node ride in its turn is awaited
-   * (its events are the run's last); false when one still waits behind an ordinary batch, whose
-   * wait for the writes in flight may include that very checkpoint (no final ride then).
+   * Before a run's final checkpoint carries its projection: resolves once every batch cut or
+   * waiting so far settled (no batch waits for a checkpoint: no cycle), true when every event
+   * pushed is stored.
    */
-  async afterRide(): Promise<boolean> {
-    const ride = this.ride;
-    if (!ride) return true;
-    if (!ride.started) return false;
-    await ride.done;
-    return true;
+  async storedAll(): Promise<boolean> {
+    while (!this.failedOnce && (this.waiting || this.cutting)) await (this.waiting ?? this.turn);
+    return this.allStored;
   }
 
-  /** Cut and store what is buffered, once the checkpoint writes in flight settled. */
+  /** Cut and store what is buffered, once the task and node writes in flight settled. */
   flush(): Promise<void> {
     if (this.waiting) return this.waiting;
     if (!this.buffer.length) return Promise.resolve();

@@ -430,7 +430,6 @@ export class Runtime {
       decisionPollMs: this.decisionPollMs,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
-      taskWritesSettled: (id: string) => this.writes.writesSettled(id),
       ...ridesOn(this.checkpointer),
       // the settled view a caller is answered with says, as every other view does, what a deploy changed
       view: async (id: string) => {

@@ -6,19 +6,17 @@
  * server Postgres (a pool of connections) the event batch can commit first; a process killed in
  * between leaves a step shown completed whose result the checkpoint does not have, and the next
  * process executes it again (the crash-point suite found this at `task_returned`). So an event
- * batch is appended only after every checkpoint write the graph had started for that run when the
- * batch was cut has settled (`test/write-barrier.test.ts`).
+ * batch is appended only after every task and node write the graph had started for that run when
+ * the batch was cut has settled (`test/write-barrier.test.ts`).
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import type { PutWritesWith } from "../store/saver.js";
 
 export class WriteBarrier {
   private readonly inflight = new Map<string, Set<Promise<unknown>>>();
-  /** Which of the writes in flight are checkpoints (`put`), not task or node writes. */
-  private readonly checkpoints = new WeakSet<Promise<unknown>>();
 
   /**
-   * The saver, with its writes (task results and checkpoints) tracked per thread (run), calling
+   * The saver, with its task and node writes tracked per thread (run), calling
    * `checkpointSaved(runId)` after each checkpoint it saved (the embedded view version moves with it).
    */
   wrap(saver: BaseCheckpointSaver, checkpointSaved?: (runId: string) => void): BaseCheckpointSaver {
@@ -38,28 +36,23 @@ export class WriteBarrier {
           () => checkpointSaved(thread),
           () => undefined,
         );
-      this.checkpoints.add(saved);
-      return this.track(thread, saved);
+      return saved;
     };
     return tracked;
   }
 
   /**
-   * Resolves once the writes started for `threadId` so far have settled (failed ones too: a
-   * failed write fails the graph, which the drive reports). LangGraph starts a finished task's
-   * write in the microtasks that follow the task's completion, so those run first.
+   * Resolves once the task and node writes (`putWrites`) started for `threadId` so far have
+   * settled (failed ones too: a failed write fails the graph, which the drive reports). LangGraph
+   * starts a finished task's write in the microtasks that follow the task's completion, so those
+   * run first. Checkpoints (`put`) are not waited for: an event reports a task's or a node's result,
+   * which its writes hold (a checkpoint only folds writes already saved into the next state), and
+   * a run's final checkpoint waits for the run's last events itself (final-ride.ts).
    */
   async settled(threadId: string): Promise<void> {
     await new Promise((r) => setImmediate(r));
     const writes = this.inflight.get(threadId);
     if (writes?.size) await Promise.allSettled([...writes]);
-  }
-
-  /** `settled`, for the task and node writes only (`putWrites`): a checkpoint in flight is not waited for. */
-  async writesSettled(threadId: string): Promise<void> {
-    await new Promise((r) => setImmediate(r));
-    const writes = this.inflight.get(threadId);
-    if (writes?.size) await Promise.allSettled([...writes].filter((w) => !this.checkpoints.has(w)));
   }
 
   /** Writes in flight for a thread (tests). */
