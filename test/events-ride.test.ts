@@ -15,6 +15,7 @@ import type { StatementRider } from "../src/store/statement-rider.js";
 import type { AppendRider } from "../src/store/run-store.js";
 import type { Skill } from "../src/skills/contract.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
+import { closing, openOwnRuntime, type OwnRuntime } from "./helpers/own-runtime.js";
 
 describe("rideNodeWrites", () => {
   test("claims a drive's root writes for the ride their node offered; other writes, and savers that cannot carry events, are untouched", async () => {
@@ -41,28 +42,9 @@ describe("rideNodeWrites", () => {
   });
 });
 
-async function open(skills: Skill[] = []) {
-  const { openRuntime } = await import("../src/runtime/open.js");
-  return openRuntime({
-    databaseUrl: process.env.DATABASE_URL || "",
-    dataDir: ":memory:",
-    schema: `er_${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`,
-    qtable: false,
-    decisionPollMs: 600_000,
-    skills,
-    driveRetry: { maxFailures: 3, initialMs: 10, maxMs: 20 },
-  });
-}
-type Opened = Awaited<ReturnType<typeof open>>;
-async function closing(o: Opened, fn: () => Promise<void>) {
-  try {
-    await fn();
-  } finally {
-    if (process.env.DATABASE_URL)
-      await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);
-    await o.close();
-  }
-}
+const open = (skills: Skill[] = []) =>
+  openOwnRuntime("er", skills, { driveRetry: { maxFailures: 3, initialMs: 10, maxMs: 20 } });
+type Opened = OwnRuntime;
 
 /** The store's riders, changed by `change` (the store is the runtime's: its drives ask it). */
 function changeRiders(o: Opened, change: (r: AppendRider, n: number) => AppendRider) {

@@ -12,6 +12,7 @@ import { countStatements } from "../src/store/commit-points.js";
 import type { StatementRider } from "../src/store/statement-rider.js";
 import type { Skill } from "../src/skills/contract.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
+import { closing, openOwnRuntime } from "./helpers/own-runtime.js";
 
 const checkpoint = (id: string) => ({
   v: 4,
@@ -44,27 +45,7 @@ describe("rideFinalCheckpoints", () => {
   });
 });
 
-async function open(skills: Skill[] = []) {
-  const { openRuntime } = await import("../src/runtime/open.js");
-  return openRuntime({
-    databaseUrl: process.env.DATABASE_URL || "",
-    dataDir: ":memory:",
-    schema: `fr_${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`,
-    qtable: false,
-    decisionPollMs: 600_000,
-    skills,
-  });
-}
-type Opened = Awaited<ReturnType<typeof open>>;
-async function closing(o: Opened, fn: () => Promise<void>) {
-  try {
-    await fn();
-  } finally {
-    if (process.env.DATABASE_URL)
-      await o.db.pool.query(`DROP SCHEMA IF EXISTS "${o.db.schema}" CASCADE`).catch(() => undefined);
-    await o.close();
-  }
-}
+const open = (skills: Skill[] = []) => openOwnRuntime("fr", skills);
 
 describe("on the database", () => {
   test("a run that ends without waiting: its final checkpoint's statement writes the run row, its step rows and releases the lease; no sync after it", async () => {

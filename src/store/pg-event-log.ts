@@ -65,6 +65,19 @@ export class PgEventLog {
     return [notifiesOthers(this.db), EVENTS_CHANNEL, JSON.stringify({ s: this.db.schema, r: runId, q: seq })];
   }
 
+  /** $1–$9 of both append statements: the run, the batch, its projection, its last seq, the notification. */
+  private batchParams(runId: string, fresh: RunEvent[], p: ReturnType<typeof project>, seq: number): unknown[] {
+    return [
+      runId,
+      JSON.stringify(fresh),
+      JSON.stringify(p.steps),
+      seq,
+      p.runStatus ?? null,
+      JSON.stringify(p.pending),
+      ...this.notification(runId, seq),
+    ];
+  }
+
   /** The lease was released: the hint goes with it. */
   forget(runId: string): void {
     this.appended.delete(runId);
@@ -169,13 +182,7 @@ export class PgEventLog {
          RETURNING 1),
        nt AS (SELECT CASE WHEN $7::boolean AND EXISTS (SELECT 1 FROM ru) THEN pg_notify($8, $9) END AS notified)`;
     const params = [
-      runId,
-      JSON.stringify(fresh),
-      JSON.stringify(p.steps),
-      seq,
-      p.runStatus ?? null,
-      JSON.stringify(p.pending),
-      ...this.notification(runId, seq),
+      ...this.batchParams(runId, fresh, p, seq),
       known.lastSeq,
       owner,
       JSON.stringify(known.pending),
@@ -268,15 +275,7 @@ export class PgEventLog {
            RETURNING 1)
          SELECT (SELECT count(*) FROM ins) AS inserted, (SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM ru) AS runs,
            CASE WHEN $7::boolean THEN pg_notify($8, $9) END AS notified`,
-        [
-          runId,
-          JSON.stringify(fresh),
-          JSON.stringify(p.steps),
-          seq,
-          p.runStatus ?? null,
-          JSON.stringify(p.pending),
-          ...this.notification(runId, seq),
-        ],
+        this.batchParams(runId, fresh, p, seq),
       );
       if (owner) this.remember(runId, seq, p.pending);
       return fresh;
