@@ -20,7 +20,7 @@ import { openLive, type Live } from "../src/live/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import { PgAccessStore } from "../src/store/pg-access-store.js";
 import { chain, runsVersusBare, waitChain, workersRatio } from "./api-throughput.js";
-import { emitLine, log, round } from "./timing.js";
+import { emitLine, log, round, isMain } from "./timing.js";
 
 interface Served {
   url: string;
@@ -262,6 +262,6 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
 }
 
 // standalone: `npx tsx bench/api.ts` (BENCH_QUICK=1 for a smoke run)
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("api")) {
   await apiSuite({ quick: process.env.BENCH_QUICK === "1" });
 }

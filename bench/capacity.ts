@@ -21,7 +21,7 @@ import { countStatements } from "../src/store/commit-points.js";
 import { bareGraph } from "./durable.js";
 import { noopPlan } from "./overhead.js";
 import { postgresCpuSeconds } from "./procs.js";
-import { emitLine, log, now, round } from "./timing.js";
+import { emitLine, log, now, round, isMain } from "./timing.js";
 
 /** Share of a Postgres server's cores the model lets runs use (the rest: vacuum, WAL writer, reads, headroom). */
 const UTIL = 0.7;
@@ -239,7 +239,7 @@ export async function capacitySuite(opts: { quick: boolean; inFlight?: number })
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("capacity")) {
   await capacitySuite({ quick: process.env.BENCH_QUICK === "1" });
   process.exit(0);
 }

@@ -17,7 +17,7 @@ import { z } from "zod";
 import { defineSkill } from "../src/skills/contract.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
-import { emitLine, inPhase, log, median, now, round, superstepsOf } from "./timing.js";
+import { emitLine, inPhase, log, median, now, round, superstepsOf, isMain } from "./timing.js";
 
 import { noopPlan, type Shape } from "./overhead.js";
 
@@ -316,7 +316,7 @@ export async function durableSuite(opts: { quick: boolean }) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("durable")) {
   await durableSuite({ quick: process.env.BENCH_QUICK === "1" });
   process.exit(0);
 }

@@ -13,7 +13,7 @@ import { createRuntime } from "../src/index.js";
 import { openRuntime } from "../src/runtime/open.js";
 import type { Runtime } from "../src/runtime/runtime.js";
 import { defineSkill, type Skill } from "../src/skills/contract.js";
-import { emitLine, log, now, round } from "./timing.js";
+import { emitLine, log, now, round, isMain } from "./timing.js";
 
 const input = z.object({ table: z.string(), ms: z.number() });
 const work = (a: { ms: number }, ctx: { signal: AbortSignal }) => abortableSleep(a.ms, ctx.signal);
@@ -122,7 +122,7 @@ export async function limitsSuite(opts: { quick: boolean }) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("limits")) {
   await limitsSuite({ quick: process.env.BENCH_QUICK === "1" });
   process.exit(0);
 }

@@ -14,7 +14,7 @@
  *                     (a task's writes vs a checkpoint)
  * The profiler inflates both sides alike; read ratios and differences, not absolute times.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -39,7 +39,40 @@ export interface CpuProfile {
   endTime: number;
 }
 
-const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+// the repository: this file's parent's parent, or two levels above its bundle (.cache/dist/)
+const here = fileURLToPath(import.meta.url);
+const ROOT = resolve(here, /[/\\]\.cache[/\\]dist[/\\]/.test(here) ? "../../.." : "..");
+
+/**
+ * A bundle's frames all carry the bundle's URL; esbuild marks where each input's code starts with
+ * a `// path/of/input.js` line, so a frame's line names its source file (owner and frame key then
+ * read as from an unbundled run). Function names are esbuild's (a clash renames `stringify` to
+ * `stringify4`).
+ */
+const bundleMarks = new Map<string, { line: number; path: string }[]>();
+function sourceFrame(f: CallFrame): CallFrame {
+  if (!f.url.endsWith(".mjs") || !f.url.includes("/.cache/dist/")) return f;
+  let marks = bundleMarks.get(f.url);
+  if (!marks) {
+    marks = [];
+    const lines = readFileSync(fileURLToPath(f.url), "utf8").split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      const m = /^\/\/ (\S+\.(?:ts|js|mjs|cjs))$/.exec(lines[i]!);
+      if (m) marks.push({ line: i, path: m[1]! });
+    }
+    bundleMarks.set(f.url, marks);
+  }
+  let lo = 0;
+  let hi = marks.length - 1;
+  let at = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (marks[mid]!.line <= f.lineNumber) ((at = mid), (lo = mid + 1));
+    else hi = mid - 1;
+  }
+  if (at < 0) return f;
+  return { ...f, url: pathToFileURL(join(ROOT, marks[at]!.path)).href, lineNumber: f.lineNumber - marks[at]!.line };
+}
 
 export type Owner =
   "ours" | "langgraph" | "checkpoint" | "core" | "langsmith" | "zod" | "otherPackages" | "gc" | "node" | "idle";
@@ -83,9 +116,10 @@ export function summarise(p: CpuProfile) {
   for (const n of p.nodes) {
     const us = self.get(n.id) ?? 0;
     if (!us) continue;
-    const owner = ownerOf(n.callFrame);
+    const frame = sourceFrame(n.callFrame);
+    const owner = ownerOf(frame);
     byOwner[owner] = (byOwner[owner] ?? 0) + us / 1000;
-    const k = frameKey(n.callFrame);
+    const k = frameKey(frame);
     const e = byFrame.get(k) ?? { owner, ms: 0 };
     e.ms += us / 1000;
     byFrame.set(k, e);

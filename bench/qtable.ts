@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { openRuntime } from "../src/runtime/open.js";
 import { loadDemoPlan } from "../src/cli/demo.js";
-import { emitLine, log, median, now, round } from "./timing.js";
+import { emitLine, log, median, now, round, isMain } from "./timing.js";
 
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
@@ -80,7 +80,7 @@ export async function qtableSuite(opts: { quick: boolean }) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("qtable")) {
   await qtableSuite({ quick: process.env.BENCH_QUICK === "1" });
   process.exit(0);
 }

@@ -29,7 +29,7 @@ import { TERMINAL_RUN } from "../src/kernel/status.js";
 import { durableTasksInFlight } from "../graphs/durable-task.js";
 import type { RunControls } from "../src/kernel/controls.js";
 import { loadDemoPlan } from "../src/cli/demo.js";
-import { emitLine, log, maybeGc, now, round, sleep } from "./timing.js";
+import { emitLine, log, maybeGc, now, round, sleep, isMain } from "./timing.js";
 
 const pct = (xs: number[], p: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]! : null;
@@ -388,7 +388,7 @@ export async function soakSuite(opts: { runs: number; inFlight: number }): Promi
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain("soak")) {
   await soakSuite({
     runs: Number(process.env.SOAK_RUNS ?? process.argv[2] ?? 20),
     inFlight: Number(process.env.SOAK_IN_FLIGHT ?? 10),

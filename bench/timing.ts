@@ -64,3 +64,11 @@ export async function superstepsOf(saver: BaseCheckpointSaver, threadId: string)
     step = Math.max(step, c.metadata?.step ?? -1);
   return step;
 }
+
+/**
+ * Whether this process was started on the bench file `name` (e.g. "durable"), as a script run by
+ * tsx or as its bundle (.cache/dist/bench__durable.mjs). Not `import.meta.url === argv[1]`: in a
+ * bundle every module shares the bundle's URL, so every suite's guard would fire.
+ */
+export const isMain = (name: string): boolean =>
+  new RegExp(`bench(?:/|__)${name}\\.(?:ts|mjs)$`).test((process.argv[1] ?? "").replace(/\\/g, "/"));

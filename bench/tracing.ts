@@ -8,7 +8,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRuntime } from "../src/index.js";
 import { setupTelemetry } from "../src/telemetry/setup.js";
-import { emitLine, log, median, now, round } from "./timing.js";
+import { emitLine, log, median, now, round, isMain } from "./timing.js";
 
 async function perStepMs(steps: number, reps: number): Promise<number> {
   const rt = createRuntime({});
@@ -66,4 +66,4 @@ export async function tracingSuite(o: { quick?: boolean } = {}): Promise<void> {
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await tracingSuite({ quick: process.env.BENCH_QUICK === "1" });
+if (isMain("tracing")) await tracingSuite({ quick: process.env.BENCH_QUICK === "1" });

@@ -38,10 +38,18 @@ export function tracingOn(): boolean {
   if (state.ours || state.foreign) return true;
   const p = trace.getTracerProvider();
   const d = p instanceof ProxyTracerProvider ? p.getDelegate() : p;
-  // the API's default delegate is its NoopTracerProvider; anything else records (an application's SDK)
-  state.foreign = d.constructor.name !== "NoopTracerProvider";
+  // the API's default delegate is its no-op provider; anything else records (an application's SDK)
+  state.foreign = d !== NOOP_PROVIDER;
   return state.foreign;
 }
+
+/**
+ * The API's own no-op provider: what an unregistered proxy delegates to, one instance per copy of
+ * the API. Compared by identity, not by class name: a bundle renames the class
+ * (`NoopTracerProvider2`), which once made every bundled process (`npm start`, the worker) take
+ * tracing as on and pay for span work on every attempt.
+ */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 
 /** Tool arguments and results as span attributes: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. */
 export function captureContent(): boolean {
