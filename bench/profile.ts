@@ -18,6 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { repoRoot } from "../scripts/bundle.js";
 import { bareTaskRun, runtimeRun, type Shape } from "./overhead.js";
 import { emitLine, log, maybeGc, round } from "./timing.js";
 
@@ -39,9 +40,7 @@ export interface CpuProfile {
   endTime: number;
 }
 
-// the repository: this file's parent's parent, or two levels above its bundle (.cache/dist/)
-const here = fileURLToPath(import.meta.url);
-const ROOT = resolve(here, /[/\\]\.cache[/\\]dist[/\\]/.test(here) ? "../../.." : "..");
+const ROOT = repoRoot(import.meta.url);
 
 /**
  * A bundle's frames all carry the bundle's URL; esbuild marks where each input's code starts with

