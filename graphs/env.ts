@@ -57,6 +57,11 @@ export interface RuntimeEnv {
 export interface CachedPlan {
   json: string;
   compiled: CompiledPlan;
+  /**
+   * The last plan object found equal to `json`: a node executed again in the same drive gets the
+   * same state object, so it is not serialized again to compare (plans are never changed in place).
+   */
+  seen?: unknown;
 }
 
 /** @default 64 MiB */
@@ -76,9 +81,13 @@ export async function compiledFor(
   plan: unknown,
   compile: () => Promise<CompiledPlan>,
 ): Promise<CompiledPlan> {
-  const json = JSON.stringify(plan);
   const hit = env.compiledPlans.get(runId);
-  if (hit && hit.json === json) return hit.compiled;
+  if (hit && (hit.seen === plan || hit.compiled.plan === plan)) return hit.compiled;
+  const json = JSON.stringify(plan);
+  if (hit && hit.json === json) {
+    hit.seen = plan;
+    return hit.compiled;
+  }
   const compiled = await compile();
   // a plan larger than the whole cache is not kept (LRUCache refuses it)
   env.compiledPlans.set(runId, { json, compiled });

@@ -4,7 +4,7 @@
  * the least recently used plan is dropped and recompiled when its run needs it again.
  */
 import { afterEach, describe, expect, test } from "vitest";
-import { compiledPlanCache, DEFAULT_COMPILED_PLAN_BYTES } from "../graphs/env.js";
+import { compiledFor, compiledPlanCache, DEFAULT_COMPILED_PLAN_BYTES } from "../graphs/env.js";
 import { createRuntime } from "../src/index.js";
 import { postgresBackend } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
@@ -69,5 +69,27 @@ describe("compiled-plan cache", () => {
     const v = await tiny.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] }).result;
     expect(v.status).toBe("completed");
     expect(tiny.env.compiledPlans.size).toBe(0);
+  });
+
+  test("a node executed again compiles its plan once; a plan that differs (a state edited in Studio) is compiled anew", async () => {
+    const env = createRuntime().env;
+    let compiles = 0;
+    const compile = (plan: { steps: unknown[] }) => async () => {
+      compiles++;
+      return { plan } as never;
+    };
+    const plan = waitingPlan("x");
+    await compiledFor(env, "r1", plan, compile(plan));
+    // the same state object (a node executed again in the drive), then an equal copy (a checkpoint read back)
+    await compiledFor(env, "r1", plan, compile(plan));
+    await compiledFor(env, "r1", structuredClone(plan), compile(plan));
+    expect(compiles).toBe(1);
+    const edited = waitingPlan("y");
+    const got = await compiledFor(env, "r1", edited, compile(edited));
+    expect(compiles).toBe(2);
+    expect(got.plan).toBe(edited);
+    // and the edited plan is the one kept: the first object no longer matches by identity either
+    await compiledFor(env, "r1", plan, compile(plan));
+    expect(compiles).toBe(3);
   });
 });
