@@ -87,9 +87,12 @@ if (soakOnly) {
     await import("./validation.js")
   ).validationSuite({ sizes: [1_000, 10_000], reps: quick ? 1 : 3, runSizes: quick ? [1_000] : [1_000, 10_000] });
 }
-// in a process of its own: once the trace SDK is set up it stays for the process's lifetime
-if (!soakOnly && (suites.has("tracing") || !process.env.BENCH_SUITES))
-  spawnSync(process.execPath, ["--import", "tsx", "bench/tracing.ts"], { stdio: "inherit", env: process.env });
+// in a process of its own: once the trace SDK is set up it stays for the process's lifetime; from
+// its bundle, as the server runs (a bundle renames classes: tracing-off detection once failed there only)
+if (!soakOnly && (suites.has("tracing") || !process.env.BENCH_SUITES)) {
+  const { bundleEntry } = await import("../scripts/bundle.js");
+  spawnSync(process.execPath, [await bundleEntry("bench/tracing.ts")], { stdio: "inherit", env: process.env });
+}
 if (!soakOnly && (suites.has("profile") || !process.env.BENCH_SUITES))
   await (await import("./profile.js")).profileSuite({ quick });
 if (!soakOnly && suites.has("limits")) await (await import("./limits.js")).limitsSuite({ quick });
