@@ -47,13 +47,12 @@ const open = (skills: Skill[] = []) =>
 type Opened = OwnRuntime;
 
 /** The store's riders, changed by `change` (the store is the runtime's: its drives ask it). */
-function changeRiders(o: Opened, change: (r: AppendRider, n: number) => AppendRider) {
+function changeRiders(o: Opened, change: (r: AppendRider) => AppendRider) {
   const store = o.runtime.store as { appendRider?: (...a: never[]) => AppendRider | undefined };
   const orig = store.appendRider!.bind(store);
-  let n = 0;
   store.appendRider = (...a: never[]) => {
     const r = orig(...a);
-    return r && change(r, n++);
+    return r && change(r);
   };
 }
 
@@ -69,6 +68,9 @@ const plan = {
   ],
 };
 
+/** Runs tried for one whose node's events ride (timing decides; idle, the first one does). */
+const RIDE_TRIES = 8;
+
 describe("on the database", () => {
   test("a ride whose condition fails writes nothing; the events are stored first, then the writes; the run completes with every event once", async () => {
     const ledger = new EffectLedger();
@@ -76,28 +78,38 @@ describe("on the database", () => {
     await closing(o, async () => {
       // the hint the condition checks (the run row's last seq) made stale: it cannot hold
       changeRiders(o, (r) => ({ ...r, params: r.params.map((p, i) => (i === 9 ? -1 : p)) }));
-      const count = countStatements(o.db.pool);
-      const h = o.runtime.run(plan);
-      const v = await h.result;
-      count.stop();
-      expect(v.status).toBe("completed");
-      expect(ledger.log).toEqual(["effect:a", "effect:b"]);
-      // the ride's statement, then the events on their own, then the writes on their own
-      const at = count.statements.findIndex(
-        (w) => w.includes("insert.checkpoint_writes") && w.includes("insert.tool_chain_event_logs"),
-      );
-      expect(at, JSON.stringify(count.statements)).toBeGreaterThanOrEqual(0);
-      const after = count.statements.slice(at + 1);
-      const append = after.findIndex((w) => w.includes("insert.tool_chain_event_logs"));
-      const writes = after.findIndex((w) => w.length === 1 && w[0] === "insert.checkpoint_writes");
-      expect(append).toBeGreaterThanOrEqual(0);
-      expect(writes).toBeGreaterThan(append);
-      const { keys, seqs } = await eventsOf(o, h.runId);
-      expect(new Set(keys).size).toBe(keys.length);
-      expect(seqs).toEqual(keys.map((_, i) => i + 1));
-      expect(keys.filter((k) => k.startsWith("run_completed"))).toHaveLength(1);
-      expect((await o.runtime.store.getView(h.runId))?.status).toBe("completed");
-      expect(await o.runtime.store.getRow(h.runId)).toMatchObject({ status: "completed", leaseOwner: null });
+      // whether a node's events are still unstored when it ends is timing (a flush may have cut
+      // them first: under load it often has), so runs repeat until one rode; every run must hold
+      // the rest: effects once, every event once, the run completed and released
+      let rode = false;
+      for (let i = 0; i < RIDE_TRIES && !rode; i++) {
+        const from = ledger.log.length;
+        const count = countStatements(o.db.pool);
+        const h = o.runtime.run(plan);
+        const v = await h.result;
+        count.stop();
+        expect(v.status).toBe("completed");
+        expect(ledger.log.slice(from)).toEqual(["effect:a", "effect:b"]);
+        // the ride's statement, then the events on their own, then the writes on their own
+        const at = count.statements.findIndex(
+          (w) => w.includes("insert.checkpoint_writes") && w.includes("insert.tool_chain_event_logs"),
+        );
+        if (at >= 0) {
+          rode = true;
+          const after = count.statements.slice(at + 1);
+          const append = after.findIndex((w) => w.includes("insert.tool_chain_event_logs"));
+          const writes = after.findIndex((w) => w.length === 1 && w[0] === "insert.checkpoint_writes");
+          expect(append, JSON.stringify(count.statements)).toBeGreaterThanOrEqual(0);
+          expect(writes).toBeGreaterThan(append);
+        }
+        const { keys, seqs } = await eventsOf(o, h.runId);
+        expect(new Set(keys).size).toBe(keys.length);
+        expect(seqs).toEqual(keys.map((_, i) => i + 1));
+        expect(keys.filter((k) => k.startsWith("run_completed"))).toHaveLength(1);
+        expect((await o.runtime.store.getView(h.runId))?.status).toBe("completed");
+        expect(await o.runtime.store.getRow(h.runId)).toMatchObject({ status: "completed", leaseOwner: null });
+      }
+      expect(rode, `no run of ${RIDE_TRIES} carried its node's events in its writes' statement`).toBe(true);
     });
   }, 120_000);
 
@@ -110,40 +122,50 @@ describe("on the database", () => {
       await o.db.pool.query(
         `CREATE FUNCTION "${o.db.schema}".transient_failure() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001'; END $$`,
       );
-      changeRiders(o, (r, n) =>
-        n > 0
-          ? r
-          : {
-              ...r,
-              sql: (base) => ({ ...r.sql(base), select: `SELECT "${o.db.schema}".transient_failure() AS runs` }),
-            },
-      );
+      // the first ride whose statement is composed (sent), not the first one offered: under load a
+      // rider can be made and then left unused (its batch cut as a flush), which once let the run
+      // pass without any ride failing (CI, load 6-8)
+      let failedOne = false;
+      changeRiders(o, (r) => ({
+        ...r,
+        sql: (base) => {
+          if (failedOne) return r.sql(base);
+          failedOne = true;
+          return { ...r.sql(base), select: `SELECT "${o.db.schema}".transient_failure() AS runs` };
+        },
+      }));
       const failures: string[] = [];
       const record = o.runtime.store.recordDriveFailure.bind(o.runtime.store);
       o.runtime.store.recordDriveFailure = async (...a) => (failures.push(a[2].message), record(...a));
-      const h = o.runtime.run(plan);
-      await h.result.catch(() => undefined);
-      // whether this call sees the first drive's failure or the re-drive's view, the run completes
-      const done = await (async () => {
-        for (let i = 0; i < 200; i++) {
-          const row = await o.runtime.store.getRow(h.runId);
-          if (row?.status === "completed" && !row.leaseOwner) return row;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        throw new Error(
-          `run did not complete: ${JSON.stringify(await o.runtime.store.getRow(h.runId))} ${JSON.stringify(await eventsOf(o, h.runId))}`,
-        );
-      })();
-      expect(done.status).toBe("completed");
-      expect(failures).toEqual([expect.stringMatching(/could not serialize/)]);
-      expect(ledger.log).toEqual(["effect:a", "effect:b"]);
-      expect([...ledger.effects.values()].every((n) => n === 1)).toBe(true);
-      const { keys, seqs } = await eventsOf(o, h.runId);
-      expect(new Set(keys).size).toBe(keys.length);
-      expect(seqs).toEqual(keys.map((_, i) => i + 1));
-      for (const step of ["a", "b"]) expect(keys.filter((k) => k.startsWith(`step_completed:${step}`))).toHaveLength(1);
-      expect(keys.filter((k) => k.startsWith("run_completed"))).toHaveLength(1);
-      expect((await o.runtime.getRun(h.runId))?.status).toBe("completed");
+      // runs repeat until one's ride was sent (see the test above): that one fails once
+      for (let i = 0; i < RIDE_TRIES && !failedOne; i++) {
+        const from = ledger.log.length;
+        const h = o.runtime.run(plan);
+        await h.result.catch(() => undefined);
+        // whether this call sees the first drive's failure or the re-drive's view, the run completes
+        const done = await (async () => {
+          for (let i = 0; i < 200; i++) {
+            const row = await o.runtime.store.getRow(h.runId);
+            if (row?.status === "completed" && !row.leaseOwner) return row;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          throw new Error(
+            `run did not complete: ${JSON.stringify(await o.runtime.store.getRow(h.runId))} ${JSON.stringify(await eventsOf(o, h.runId))}`,
+          );
+        })();
+        expect(done.status).toBe("completed");
+        expect(failures).toEqual(failedOne ? [expect.stringMatching(/could not serialize/)] : []);
+        expect(ledger.log.slice(from)).toEqual(["effect:a", "effect:b"]);
+        expect([...ledger.effects.values()].every((n) => n === 1)).toBe(true);
+        const { keys, seqs } = await eventsOf(o, h.runId);
+        expect(new Set(keys).size).toBe(keys.length);
+        expect(seqs).toEqual(keys.map((_, i) => i + 1));
+        for (const step of ["a", "b"])
+          expect(keys.filter((k) => k.startsWith(`step_completed:${step}`))).toHaveLength(1);
+        expect(keys.filter((k) => k.startsWith("run_completed"))).toHaveLength(1);
+        expect((await o.runtime.getRun(h.runId))?.status).toBe("completed");
+      }
+      expect(failedOne, `no run of ${RIDE_TRIES} sent a ride's statement`).toBe(true);
     });
   }, 120_000);
 
