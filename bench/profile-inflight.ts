@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { openRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
 import { bareChainGraph, keepInFlight, STEPS, waitChain } from "./api-throughput.js";
-import { emitRuntimeVsBare, perStepAll, profiled, summarise, type Summary } from "./profile.js";
+import { busyOf, emitRuntimeVsBare, perStepAll, profiled, summarise, type Summary } from "./profile.js";
 import { emitLine, now, round } from "./timing.js";
 
 const runs = Number(process.argv[2] ?? 600);
@@ -37,8 +37,8 @@ try {
     const profile = await profiled(() => many(one, runs), 1);
     const seconds = (now() - t0) / 1000;
     const summary = (summaries[name] = summarise(profile));
-    const { idle, ...busy } = summary.byOwner;
-    const total = Object.values(busy).reduce((s, v) => s + v, 0);
+    const { busy, total } = busyOf(summary);
+    const idle = summary.byOwner.idle;
     emitLine({
       suite: "profile-inflight",
       variant: name,

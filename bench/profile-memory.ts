@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bareTaskRun, runtimeRun, type Shape } from "./overhead.js";
-import { emitRuntimeVsBare, perStepAll, profiled, summarise, type Summary } from "./profile.js";
+import { busyOf, emitRuntimeVsBare, perStepAll, profiled, summarise, type Summary } from "./profile.js";
 import { emitLine, now, round } from "./timing.js";
 
 const n = Number(process.argv[2] ?? 1000);
@@ -29,8 +29,7 @@ for (const [name, one] of Object.entries(variants)) {
   const ms = now() - t0;
   writeFileSync(join(outDir, `profile-memory-${name}.cpuprofile`), JSON.stringify(profile));
   const summary = (summaries[name] = summarise(profile));
-  const { idle: _idle, ...busy } = summary.byOwner;
-  const total = Object.values(busy).reduce((s, v) => s + v, 0);
+  const { busy, total } = busyOf(summary);
   emitLine({
     suite: "profile-memory",
     variant: name,

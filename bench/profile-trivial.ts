@@ -11,7 +11,7 @@ import { openRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
 import { bareGraph } from "./durable.js";
 import { noopPlan } from "./overhead.js";
-import { emitRuntimeVsBare, perStepAll, profiled, summarise, topFrames, type Summary } from "./profile.js";
+import { busyOf, emitRuntimeVsBare, perStepAll, profiled, summarise, topFrames, type Summary } from "./profile.js";
 import { emitLine, now, round } from "./timing.js";
 
 const runs = Number(process.argv[2] ?? 1000);
@@ -36,8 +36,7 @@ try {
     const profile = await profiled(() => many(one, runs), 1);
     const ms = now() - t0;
     const summary = (summaries[name] = summarise(profile));
-    const { idle: _idle, ...busy } = summary.byOwner;
-    const total = Object.values(busy).reduce((s, v) => s + v, 0);
+    const { busy, total } = busyOf(summary);
     emitLine({
       suite: "profile-trivial",
       variant: name,

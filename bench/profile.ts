@@ -201,8 +201,7 @@ export async function profileSuite(opts: { quick: boolean }): Promise<void> {
     log(`profile: ${name} written to ${file}`);
     summaries[name] = summarise(profile);
     serialize[name] = serializerTime(profile);
-    const { idle: _idle, ...busy } = summaries[name].byOwner;
-    const total = Object.values(busy).reduce((s, v) => s + v, 0);
+    const { busy, total } = busyOf(summaries[name]);
     emitLine({
       suite: "profile",
       measure: "split",
@@ -259,6 +258,12 @@ export async function profileSuite(opts: { quick: boolean }): Promise<void> {
 
 export type Summary = ReturnType<typeof summarise>;
 
+/** A summary's busy time by owner (idle left out) and its total, in ms. */
+export function busyOf(s: Summary): { busy: Record<string, number>; total: number } {
+  const { idle: _idle, ...busy } = s.byOwner as Record<string, number>;
+  return { busy, total: Object.values(busy).reduce((a, v) => a + v, 0) };
+}
+
 /**
  * What the runtime's profile adds to bare LangGraph's, as JSON lines of `suite`, in `unit` per
  * `per` (steps or runs): the busy time by owner (runtime − bare), the functions whose self time
@@ -272,8 +277,7 @@ export function emitRuntimeVsBare(
   bare: Summary,
   top = { grown: 20, ours: 15 },
 ): void {
-  const busy = ({ idle: _idle, ...rest }: Summary["byOwner"]) => rest as Record<string, number>;
-  const [r, b] = [busy(runtime.byOwner), busy(bare.byOwner)];
+  const [r, b] = [busyOf(runtime).busy, busyOf(bare).busy];
   const diff: Record<string, number> = {};
   for (const k of new Set([...Object.keys(r), ...Object.keys(b)])) diff[k] = (r[k] ?? 0) - (b[k] ?? 0);
   emitLine({ suite, measure: "runtime − bare", [unit]: perStepAll(diff, per) });

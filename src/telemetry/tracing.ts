@@ -33,6 +33,14 @@ export function markTracing(on: boolean, captureContent: boolean): void {
   state.content = on && captureContent;
 }
 
+/**
+ * The API's own no-op provider: what an unregistered proxy delegates to, one instance per copy of
+ * the API. Compared by identity, not by class name: a bundle renames the class
+ * (`NoopTracerProvider2`), which once made every bundled process (`npm start`, the worker) take
+ * tracing as on and pay for span work on every attempt.
+ */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
 /** Whether spans are recorded: our SDK, or a tracer provider the embedding application registered. */
 export function tracingOn(): boolean {
   if (state.ours || state.foreign) return true;
@@ -42,14 +50,6 @@ export function tracingOn(): boolean {
   state.foreign = d !== NOOP_PROVIDER;
   return state.foreign;
 }
-
-/**
- * The API's own no-op provider: what an unregistered proxy delegates to, one instance per copy of
- * the API. Compared by identity, not by class name: a bundle renames the class
- * (`NoopTracerProvider2`), which once made every bundled process (`npm start`, the worker) take
- * tracing as on and pay for span work on every attempt.
- */
-const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 
 /** Tool arguments and results as span attributes: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. */
 export function captureContent(): boolean {
