@@ -62,6 +62,8 @@ export interface CachedPlan {
    * same state object, so it is not serialized again to compare (plans are never changed in place).
    */
   seen?: unknown;
+  /** `json` is the compiled plan's own (defaults applied): a plan equal to it needs no rewrite. */
+  canonical: boolean;
 }
 
 /** @default 64 MiB */
@@ -90,13 +92,23 @@ export async function compiledFor(
   }
   const compiled = await compile();
   // a plan larger than the whole cache is not kept (LRUCache refuses it)
-  env.compiledPlans.set(runId, { json, compiled });
+  env.compiledPlans.set(runId, { json, compiled, seen: plan, canonical: JSON.stringify(compiled.plan) === json });
   return compiled;
+}
+
+/**
+ * `plan` is already its run's compiled plan (equal to it, defaults applied): a node accepting it
+ * writes `plan` itself back, which changes nothing and is dropped (graphs/changes-only.ts), instead
+ * of an equal copy stored once more.
+ */
+export function compiledAs(env: RuntimeEnv, runId: string, plan: unknown): boolean {
+  const hit = env.compiledPlans.peek(runId);
+  return !!hit && (hit.compiled.plan === plan || (hit.canonical && hit.seen === plan));
 }
 
 /** Seed the cache with a plan compiled (and validated) at the boundary, so the graph does not compile it again. */
 export function rememberCompiled(env: RuntimeEnv, runId: string, compiled: CompiledPlan): void {
-  env.compiledPlans.set(runId, { json: JSON.stringify(compiled.plan), compiled });
+  env.compiledPlans.set(runId, { json: JSON.stringify(compiled.plan), compiled, canonical: true });
 }
 
 export const silentLogger: SkillLogger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -18,7 +18,7 @@ import { compilePlanAsync } from "../src/plan/validate.js";
 import { pinVersions } from "../src/skills/version.js";
 import { emitter } from "./emit.js";
 import { finishRun } from "./finish.js";
-import { compiledFor, type RuntimeEnv } from "./env.js";
+import { compiledAs, compiledFor, type RuntimeEnv } from "./env.js";
 import { seedOf, SEED_KEY, threadIdOf } from "./io.js";
 import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
 
@@ -103,7 +103,7 @@ export async function acceptGivenPlan(
     });
     return {
       ...facts,
-      plan: compiled.plan,
+      plan: compiledAs(env, runId, admitted.plan) ? (admitted.plan as typeof compiled.plan) : compiled.plan,
       admission: admitted.admission,
       skillVersions: pinVersions(compiled.plan, (n) => env.registry.get(n)),
       status: "running",

@@ -18,6 +18,11 @@ export type {
 type F<K extends keyof KernelRunState> = KernelRunState[K];
 
 const merge = <T extends object>(a: T, b: T | undefined): T => (b ? { ...a, ...b } : a);
+const append = <T>(a: T[], b: T[] | undefined): T[] => (b?.length ? a.concat(b) : a);
+
+/** Channels whose writes are merged into the record they hold, and lists written by appending (graphs/changes-only.ts). */
+export const MERGED_CHANNELS = ["memory", "steps", "decisions"] as const satisfies readonly (keyof KernelRunState)[];
+export const APPENDED_CHANNELS = ["completionOrder", "redrives"] as const satisfies readonly (keyof KernelRunState)[];
 
 export const RunStateAnnotation = Annotation.Root({
   runId: Annotation<F<"runId">>,
@@ -37,10 +42,7 @@ export const RunStateAnnotation = Annotation.Root({
   memory: Annotation<F<"memory">>({ reducer: merge, default: () => ({}) }),
   steps: Annotation<F<"steps">>({ reducer: merge, default: () => ({}) }),
   /** Step ids in the order they completed: compensation walks it backwards. */
-  completionOrder: Annotation<F<"completionOrder">>({
-    reducer: (a, b) => (b?.length ? a.concat(b) : a),
-    default: () => [],
-  }),
+  completionOrder: Annotation<F<"completionOrder">>({ reducer: append, default: () => [] }),
   decisions: Annotation<F<"decisions">>({ reducer: merge, default: () => ({}) }),
   status: Annotation<F<"status">>,
   error: Annotation<F<"error">>({ reducer: (_a, b) => b, default: () => null }),
@@ -56,7 +58,7 @@ export const RunStateAnnotation = Annotation.Root({
   /** Each skill's version as the run was planned against it (src/skills/version.ts). */
   skillVersions: Annotation<F<"skillVersions">>({ reducer: (a, b) => b ?? a, default: () => null }),
   /** Each redrive of the run, in order (graphs/redrive.ts). */
-  redrives: Annotation<F<"redrives">>({ reducer: (a, b) => (b?.length ? a.concat(b) : a), default: () => [] }),
+  redrives: Annotation<F<"redrives">>({ reducer: append, default: () => [] }),
   /** Execution time used so far (time waiting for a human does not count against the deadline). */
   elapsedMs: Annotation<F<"elapsedMs">>({ reducer: (_a, b) => b, default: () => 0 }),
   createdAt: Annotation<F<"createdAt">>,

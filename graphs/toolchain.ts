@@ -13,6 +13,7 @@ import { qtableSkills } from "../skills/qtable/index.js";
 import { SkillRegistry } from "../src/skills/registry.js";
 import { makeApprovalNode } from "./approval-node.js";
 import { makeCompensationNode } from "./compensation/index.js";
+import { changesOnly } from "./changes-only.js";
 import { eventsBeforeWrites } from "./emit.js";
 import { defaultEnv, type RuntimeEnv } from "./env.js";
 import { makePlannerNode, requestOf } from "./planner-node.js";
@@ -52,8 +53,10 @@ export function afterRollbackApproval(state: RunState): "compensation" | "rollba
 export function buildToolchainGraph(env: RuntimeEnv) {
   // explicit input and output schemas: only `{ plan | request, context?, memory?, runId? }` of an
   // input reaches state (graphs/io.ts), and Studio's form is generated from them
-  // every node's events are stored before its writes (graphs/emit.ts)
-  const node = <U>(n: (s: RunState, c: LangGraphRunnableConfig) => Promise<U>) => eventsBeforeWrites(env, n);
+  // every node's events are stored before its writes (graphs/emit.ts), and its writes are only
+  // the channels it changes (graphs/changes-only.ts)
+  const node = <U>(n: (s: RunState, c: LangGraphRunnableConfig) => Promise<U>) =>
+    eventsBeforeWrites(env, async (s: RunState, c: LangGraphRunnableConfig) => changesOnly(s, await n(s, c)));
   return new StateGraph({ state: RunStateAnnotation, input: GraphInputSchema, output: GraphOutputSchema })
     .addNode("planner", node(makePlannerNode(env)))
     .addNode("scheduler", node(makeSchedulerNode(env)))

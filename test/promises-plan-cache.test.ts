@@ -4,7 +4,7 @@
  * the least recently used plan is dropped and recompiled when its run needs it again.
  */
 import { afterEach, describe, expect, test } from "vitest";
-import { compiledFor, compiledPlanCache, DEFAULT_COMPILED_PLAN_BYTES } from "../graphs/env.js";
+import { compiledAs, compiledFor, compiledPlanCache, DEFAULT_COMPILED_PLAN_BYTES } from "../graphs/env.js";
 import { createRuntime } from "../src/index.js";
 import { postgresBackend } from "./helpers/backends.js";
 import { approvalSkill, EffectLedger } from "./helpers/skills.js";
@@ -91,5 +91,19 @@ describe("compiled-plan cache", () => {
     // and the edited plan is the one kept: the first object no longer matches by identity either
     await compiledFor(env, "r1", plan, compile(plan));
     expect(compiles).toBe(3);
+  });
+
+  test("a plan equal to its compiled form is accepted as it is (not stored again); one that compiled to something else is not", async () => {
+    const env = createRuntime().env;
+    const given = waitingPlan("x");
+    const withDefaults = { ...given, onFailure: "skip_dependents" };
+    await compiledFor(env, "r1", given, async () => ({ plan: withDefaults }) as never);
+    expect(compiledAs(env, "r1", given)).toBe(false); // defaults were applied: the compiled plan is written
+    expect(compiledAs(env, "r1", withDefaults)).toBe(true); // the compiled plan itself
+    const canonical = waitingPlan("y");
+    await compiledFor(env, "r2", canonical, async () => ({ plan: structuredClone(canonical) }) as never);
+    expect(compiledAs(env, "r2", canonical)).toBe(true); // equal to its compiled form
+    expect(compiledAs(env, "r2", structuredClone(canonical))).toBe(false); // not known to be: never compared deeply
+    expect(compiledAs(env, "r3", canonical)).toBe(false); // nothing compiled for that run
   });
 });

@@ -69,6 +69,39 @@ describe("supersteps per run", () => {
     ]);
   });
 
+  test("its nodes write only the channels they change: the accepted plan and the input's facts are not written again", async () => {
+    const own = new MemorySaver();
+    const written: string[][] = [];
+    const putWrites = own.putWrites.bind(own);
+    own.putWrites = async (c, writes, taskId) => {
+      written.push(writes.map(([channel]) => channel));
+      return putWrites(c, writes, taskId);
+    };
+    const run = new Runtime({ checkpointer: own, planner: new OneStepPlanner() });
+    const v = await run.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] }).result;
+    expect(v.status).toBe("completed");
+    // the input's, then the scheduler task's return marker, then the scheduler node's own writes
+    expect(written.map((w) => [...w].sort())).toEqual([
+      ["branch:to:scheduler", "context", "memory", "plan", "runId"],
+      ["__return__"],
+      [
+        "admission",
+        "completionOrder",
+        "createdAt",
+        "elapsedMs",
+        "skillVersions",
+        "status",
+        "steps",
+        "updatedAt",
+        "workspaceId",
+      ],
+    ]);
+    // and the run's state is whole all the same
+    const state = (await own.getTuple({ configurable: { thread_id: v.runId } }))!.checkpoint.channel_values;
+    expect(state).toMatchObject({ runId: v.runId, status: "completed", completionOrder: ["a"], memory: {} });
+    expect((state.plan as { steps: unknown[] }).steps).toHaveLength(1);
+  });
+
   test("a chain given its plan is one superstep however long; a request adds the planner's", async () => {
     const steps = Array.from({ length: 20 }, (_, i) => ({
       stepId: `s${i}`,
