@@ -14,6 +14,8 @@ export interface RedisLiveOptions {
   namespace: string;
   /** Run-view cache TTL. @default 3600 */
   ttlSeconds?: number;
+  /** How long a start waits for Redis before it fails naming REDIS_URL. @default REDIS_START_TIMEOUT_MS */
+  startTimeoutMs?: number;
 }
 
 const clientOptions = {
@@ -22,6 +24,66 @@ const clientOptions = {
   commandTimeout: 1_000,
   retryStrategy: (n: number) => backoff(n),
 } as const;
+
+/** How long a start waits for Redis before it fails with REDIS_URL named. */
+export const REDIS_START_TIMEOUT_MS = 10_000;
+
+/** The URL as it may be shown: without its password. */
+export function shownRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+/** The start's error: what was configured and what the connection said, never the password. */
+function unreachable(url: string, reason: string | undefined): Error {
+  return new Error(
+    `REDIS_URL ${shownRedisUrl(url)}: Redis is not reachable${reason ? ` (${reason})` : ""}; ` +
+      "start it, fix REDIS_URL, or unset it (live events then travel over Postgres LISTEN/NOTIFY)",
+  );
+}
+
+const errors = new WeakMap<Redis, string>();
+const lastError = (r: Redis) => errors.get(r);
+function trackErrors(r: Redis): Redis {
+  r.on("error", (e: Error) => errors.set(r, (e as { code?: string }).code ?? e.message));
+  return r;
+}
+
+/** ioredis rejects a lazy connect with "Connection is closed.": say which URL and why. */
+async function connectOrExplain(r: Redis, o: RedisLiveOptions): Promise<void> {
+  trackErrors(r);
+  try {
+    await withinStart(r.connect(), o, () => lastError(r));
+  } catch (e) {
+    r.disconnect();
+    throw e instanceof Error && e.message.startsWith("REDIS_URL") ? e : unreachable(o.url, lastError(r));
+  }
+}
+
+async function withinStart<T>(p: Promise<T>, o: RedisLiveOptions, reason: () => string | undefined): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    const ms = o.startTimeoutMs ?? REDIS_START_TIMEOUT_MS;
+    timer = setTimeout(() => reject(unreachable(o.url, reason() ?? `no answer in ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** QUIT when connected; a connection still trying (Redis unreachable) would queue it forever. */
+async function leave(r: Redis): Promise<void> {
+  if (r.status !== "ready") return r.disconnect();
+  await r.quit().catch(() => r.disconnect());
+}
 
 export class RedisSignalTransport implements SignalTransport {
   readonly name = "redis";
@@ -44,7 +106,9 @@ export class RedisSignalTransport implements SignalTransport {
 
   async start(onSignal: SignalListener, onGap: () => void): Promise<void> {
     // a subscriber connection queues while offline and resubscribes after reconnecting
-    const sub = new Redis(this.opts.url, { retryStrategy: (n: number) => backoff(n), maxRetriesPerRequest: null });
+    const sub = trackErrors(
+      new Redis(this.opts.url, { retryStrategy: (n: number) => backoff(n), maxRetriesPerRequest: null }),
+    );
     this.sub = sub;
     sub.on("error", () => undefined);
     sub.on("message", (channel: string, message: string) => {
@@ -62,14 +126,15 @@ export class RedisSignalTransport implements SignalTransport {
     });
     // an unreachable Redis at start leaves the publisher reconnecting on its own (hints are
     // lossy by design: followers also poll), so its failure does not fail the start
-    await Promise.all([this.pub.connect().catch(() => undefined), sub.subscribe(this.channel)]);
+    // the subscriber queues its subscribe while offline: bounded, so a start never waits forever
+    await Promise.all([
+      this.pub.connect().catch(() => undefined),
+      withinStart(sub.subscribe(this.channel), this.opts, () => lastError(sub)),
+    ]);
   }
 
   async close(): Promise<void> {
-    await Promise.all([
-      this.pub.quit().catch(() => this.pub.disconnect()),
-      this.sub?.quit().catch(() => this.sub?.disconnect()),
-    ]);
+    await Promise.all([leave(this.pub), this.sub && leave(this.sub)]);
   }
 }
 
@@ -95,7 +160,7 @@ export class RedisViewCache implements ViewCache {
 
   /** Connect (fails when Redis is unreachable at start: a configuration error worth surfacing). */
   async connect(): Promise<void> {
-    await this.redis.connect();
+    await connectOrExplain(this.redis, this.opts);
   }
 
   private async purge(): Promise<void> {
@@ -159,6 +224,6 @@ export class RedisViewCache implements ViewCache {
   }
 
   async close(): Promise<void> {
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    await leave(this.redis);
   }
 }
