@@ -80,24 +80,26 @@ describe("supersteps per run", () => {
     const run = new Runtime({ checkpointer: own, planner: new OneStepPlanner() });
     const v = await run.run({ steps: [{ stepId: "a", skillName: "core.pass", arguments: { value: 1 } }] }).result;
     expect(v.status).toBe("completed");
-    // the input's, then the scheduler task's return marker, then the scheduler node's own writes
+    // the input's, then the scheduler task's return marker, then the scheduler node's own writes;
+    // elapsedMs only when the run measured any time at all (a fast run's 0 is the value it holds)
+    const state = (await own.getTuple({ configurable: { thread_id: v.runId } }))!.checkpoint.channel_values;
+    const scheduler = [
+      "admission",
+      "completionOrder",
+      "createdAt",
+      "skillVersions",
+      "status",
+      "steps",
+      "updatedAt",
+      "workspaceId",
+    ];
+    if (state.elapsedMs !== 0) scheduler.push("elapsedMs");
     expect(written.map((w) => [...w].sort())).toEqual([
       ["branch:to:scheduler", "context", "memory", "plan", "runId"],
       ["__return__"],
-      [
-        "admission",
-        "completionOrder",
-        "createdAt",
-        "elapsedMs",
-        "skillVersions",
-        "status",
-        "steps",
-        "updatedAt",
-        "workspaceId",
-      ],
+      scheduler.sort(),
     ]);
     // and the run's state is whole all the same
-    const state = (await own.getTuple({ configurable: { thread_id: v.runId } }))!.checkpoint.channel_values;
     expect(state).toMatchObject({ runId: v.runId, status: "completed", completionOrder: ["a"], memory: {} });
     expect((state.plan as { steps: unknown[] }).steps).toHaveLength(1);
   });
