@@ -40,13 +40,19 @@ export function shownRedisUrl(url: string): string {
 }
 
 /** The start's error: what was configured and what the connection said, never the password. */
-function unreachable(url: string, reason: string | undefined): Error {
-  return new Error(
-    `REDIS_URL ${shownRedisUrl(url)}: Redis is not reachable${reason ? ` (${reason})` : ""}; ` +
-      "start it, fix REDIS_URL, or unset it (live events then travel over Postgres LISTEN/NOTIFY)",
-  );
+class RedisUnreachable extends Error {
+  constructor(url: string, reason: string | undefined) {
+    super(
+      `REDIS_URL ${shownRedisUrl(url)}: Redis is not reachable${reason ? ` (${reason})` : ""}; ` +
+        "start it, fix REDIS_URL, or unset it (live events then travel over Postgres LISTEN/NOTIFY)",
+    );
+  }
 }
 
+/**
+ * Every connection's errors are kept (its last code, for the start's message) rather than thrown:
+ * an 'error' without a listener would crash the process, and a Redis going away is not fatal.
+ */
 const errors = new WeakMap<Redis, string>();
 const lastError = (r: Redis) => errors.get(r);
 function trackErrors(r: Redis): Redis {
@@ -56,12 +62,11 @@ function trackErrors(r: Redis): Redis {
 
 /** ioredis rejects a lazy connect with "Connection is closed.": say which URL and why. */
 async function connectOrExplain(r: Redis, o: RedisLiveOptions): Promise<void> {
-  trackErrors(r);
   try {
     await withinStart(r.connect(), o, () => lastError(r));
   } catch (e) {
     r.disconnect();
-    throw e instanceof Error && e.message.startsWith("REDIS_URL") ? e : unreachable(o.url, lastError(r));
+    throw e instanceof RedisUnreachable ? e : new RedisUnreachable(o.url, lastError(r));
   }
 }
 
@@ -69,7 +74,7 @@ async function withinStart<T>(p: Promise<T>, o: RedisLiveOptions, reason: () => 
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     const ms = o.startTimeoutMs ?? REDIS_START_TIMEOUT_MS;
-    timer = setTimeout(() => reject(unreachable(o.url, reason() ?? `no answer in ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new RedisUnreachable(o.url, reason() ?? `no answer in ${ms} ms`)), ms);
     timer.unref();
   });
   try {
@@ -96,8 +101,7 @@ export class RedisSignalTransport implements SignalTransport {
     this.channel = `toolchain:${opts.namespace}:events`;
     // connected in start(): a publisher without an offline queue drops what it is given before
     // it is ready, so a change committed right after start() would signal nobody
-    this.pub = new Redis(opts.url, { ...clientOptions, lazyConnect: true });
-    this.pub.on("error", () => undefined);
+    this.pub = trackErrors(new Redis(opts.url, { ...clientOptions, lazyConnect: true }));
   }
 
   publish(runId: string, lastSeq: number): void {
@@ -110,7 +114,6 @@ export class RedisSignalTransport implements SignalTransport {
       new Redis(this.opts.url, { retryStrategy: (n: number) => backoff(n), maxRetriesPerRequest: null }),
     );
     this.sub = sub;
-    sub.on("error", () => undefined);
     sub.on("message", (channel: string, message: string) => {
       if (channel !== this.channel) return;
       try {
@@ -145,8 +148,7 @@ export class RedisViewCache implements ViewCache {
   private lost = false;
 
   constructor(private readonly opts: RedisLiveOptions) {
-    this.redis = new Redis(opts.url, { ...clientOptions, lazyConnect: true });
-    this.redis.on("error", () => undefined);
+    this.redis = trackErrors(new Redis(opts.url, { ...clientOptions, lazyConnect: true }));
     // an invalidation may have been lost while Redis was unreachable: drop every entry then
     this.redis.on("ready", () => {
       if (this.lost)
