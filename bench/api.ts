@@ -166,7 +166,8 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
     const uncached = await serve(o, access, undefined, 0);
     served.push(uncached);
 
-    // BENCH_API=get: only the GET measurements; BENCH_API=runs: only the sustained runs
+    // BENCH_API=get: only the GET measurements; BENCH_API=runs: only the sustained runs;
+    // BENCH_API=runs_vs_bare: only the sustained runs in this process (no worker processes)
     const only = process.env.BENCH_API;
     // ---- GET /runs/:id ----
     // a finished run (its view is immutable: kept in process), and a run waiting for confirmation
@@ -193,7 +194,8 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
       served.push(cached);
       targets.push([waiting.runId, "redis", cached, "waiting_confirmation"]);
     }
-    for (const [runId, cache, s, status] of only === "runs" ? [] : targets) {
+    const runsOnly = only === "runs" || only === "runs_vs_bare";
+    for (const [runId, cache, s, status] of runsOnly ? [] : targets) {
       const r = await autocannon({
         url: `${s.url}/api/tool-chains/runs/${runId}`,
         headers: { authorization: `Bearer ${key}` },
@@ -234,7 +236,7 @@ export async function apiSuite(opts: { quick: boolean }): Promise<void> {
         inFlight,
       );
       // server Postgres: an API-only process in front of 1, then 2 worker processes
-      if (o.db.kind === "server" && url) {
+      if (o.db.kind === "server" && url && only !== "runs_vs_bare") {
         const queued = await serve(o, access, undefined, undefined, "queue");
         served.push(queued);
         await workersRatio(queued.url, key, { DATABASE_URL: url, TOOLCHAIN_SCHEMA: schema }, amount, inFlight);

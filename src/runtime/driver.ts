@@ -36,6 +36,7 @@ import { NO_DRIVE_TRACE, startDriveTrace, workflowName, type DriveTrace } from "
 import { emitRuntimeSignal } from "../telemetry/signals.js";
 import { logger } from "../telemetry/log.js";
 import type { RunRow } from "../store/run-store.js";
+import type { ControlPoll } from "./control-poll.js";
 
 export type Graph = ReturnType<typeof compileToolchainGraph>;
 
@@ -45,8 +46,8 @@ export interface DriveDeps {
   controls: RunControls;
   owner: string;
   leaseTtlMs: number;
-  /** How often a running drive looks for decisions recorded by other processes. */
-  decisionPollMs: number;
+  /** Where a running drive learns of cancels and decisions recorded by other processes. */
+  controlPoll: ControlPoll;
   /** Bounded re-drives of a run whose drive throws. */
   driveRetry: DriveRetryPolicy;
   /** The run's view from its checkpoint. */
@@ -181,7 +182,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   let spans: DriveTrace = NO_DRIVE_TRACE;
   const result = outsideCallerContext(async () => {
     let heartbeat: NodeJS.Timeout | undefined;
-    let poller: NodeJS.Timeout | undefined;
+    let unwatch = (): void => undefined;
     try {
       await ready;
       // a new run's input has nothing pinned yet (its planner node pins the versions)
@@ -220,27 +221,16 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         Math.max(50, Math.floor(leaseTtlMs / 3)),
       );
       // cancels and decisions recorded by other processes while this one executes the run
-      let polling = false;
-      poller = setInterval(() => {
-        if (polling) return;
-        polling = true;
-        store
-          .controlRequests(runId)
-          .then(
-            (req) => {
-              if (req.cancel) cancelFrom(req.cancel);
-              for (const d of req.decisions) {
-                const p = live.pending.get(d.stepId);
-                if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
-                live.pending.delete(d.stepId);
-                live.decided.set(d.stepId, d.decision);
-                deps.controls.offer(runId, d.stepId, { ...d.decision, round: d.round });
-              }
-            },
-            () => undefined,
-          )
-          .finally(() => (polling = false));
-      }, deps.decisionPollMs);
+      unwatch = deps.controlPoll.watch(runId, (req) => {
+        if (req.cancel) cancelFrom(req.cancel);
+        for (const d of req.decisions) {
+          const p = live.pending.get(d.stepId);
+          if (!p || (p.round ?? 0) !== d.round) continue; // not this wait: stale, or not waiting yet
+          live.pending.delete(d.stepId);
+          live.decided.set(d.stepId, d.decision);
+          deps.controls.offer(runId, d.stepId, { ...d.decision, round: d.round });
+        }
+      });
 
       // the run's final projection in its final checkpoint's statement (final-ride.ts): only when
       // nothing is left for this drive after it, as for the sync that releases the lease below
@@ -262,7 +252,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
                     ridden = view;
                     released = true;
                     clearInterval(heartbeat);
-                    clearInterval(poller);
+                    unwatch();
                   },
                 }
               );
@@ -331,7 +321,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       if (!marks) {
         // nothing left for this drive after its sync: the sync releases the lease (one statement)
         clearInterval(heartbeat);
-        clearInterval(poller);
+        unwatch();
         if (!rode) await store.sync(view, owner, { releaseLease: true });
         released = true;
       } else await store.sync(view, owner);
@@ -383,7 +373,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
     } finally {
       streaming = false;
       clearInterval(heartbeat);
-      clearInterval(poller);
+      unwatch();
       batches.releaseAll();
       if (!released) await store.releaseLease(runId, owner).catch(() => undefined);
       deps.controls.close(runId);

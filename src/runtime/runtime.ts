@@ -23,6 +23,7 @@ import { Planner, plannerConfigFromEnv, type PlanningOutcome } from "../planner/
 import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunRow, type RunStore } from "../store/run-store.js";
+import { ControlPoll } from "./control-poll.js";
 import { WriteBarrier } from "./write-barrier.js";
 import { Recording } from "./recording.js";
 import { driveSaver, ridesOn } from "./drive-saver.js";
@@ -80,7 +81,8 @@ export class Runtime {
   private drives = 0;
   private readonly allowSkill?: (name: string) => boolean;
   private readonly leaseTtlMs: number;
-  private readonly decisionPollMs: number;
+  /** One read of other processes' cancels and decisions for every run this process executes. */
+  private readonly controlPoll: ControlPoll;
   private readonly driveRetry: DriveRetryPolicy;
   private readonly versionGraceMs: number;
   readonly planBudget: PlanBudget;
@@ -112,7 +114,7 @@ export class Runtime {
     this.allowSkill = opts.allowSkill;
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
-    this.decisionPollMs = opts.decisionPollMs ?? 200;
+    this.controlPoll = new ControlPoll((ids) => this.store.controlRequests(ids), opts.decisionPollMs ?? 200);
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
     this.versionGraceMs = opts.versionGraceMs ?? Number(process.env.TOOLCHAIN_VERSION_GRACE_MS ?? 3_600_000);
     this.planBudget = { ...planBudgetFromEnv(), ...opts.planBudget };
@@ -427,7 +429,7 @@ export class Runtime {
       controls: this.env.controls,
       owner: this.owner,
       leaseTtlMs: this.leaseTtlMs,
-      decisionPollMs: this.decisionPollMs,
+      controlPoll: this.controlPoll,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
       ...ridesOn(this.checkpointer),

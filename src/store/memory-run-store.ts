@@ -217,10 +217,15 @@ export class MemoryRunStore implements RunStore {
       ...(acting ? { by: acting.by, via: acting.via } : {}),
     };
   }
-  async controlRequests(runId: string): Promise<ControlRequests> {
-    const e = this.runs.get(runId);
-    if (!e) return { cancel: null, decisions: [] };
-    return { cancel: e.row.cancelRequest, decisions: await this.unappliedDecisions(runId) };
+  async controlRequests(runIds: readonly string[]): Promise<Map<string, ControlRequests>> {
+    const found = new Map<string, ControlRequests>();
+    for (const runId of runIds) {
+      const e = this.runs.get(runId);
+      if (!e) continue;
+      const decisions = await this.unappliedDecisions(runId);
+      if (e.row.cancelRequest || decisions.length) found.set(runId, { cancel: e.row.cancelRequest, decisions });
+    }
+    return found;
   }
   async recordDriveFailure(
     runId: string,

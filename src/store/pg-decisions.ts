@@ -5,7 +5,14 @@
  */
 import type { Decision } from "../kernel/decision.js";
 import { table, type Database } from "./db.js";
-import { voterOf, sameDecision, type ExpiredWait, type ExpiryOutcome, type RecordDecisionResult } from "./run-store.js";
+import {
+  voterOf,
+  sameDecision,
+  type ControlRequests,
+  type ExpiredWait,
+  type ExpiryOutcome,
+  type RecordDecisionResult,
+} from "./run-store.js";
 
 export interface DecisionTables {
   runs: string;
@@ -19,6 +26,31 @@ export class PgDecisions {
     private readonly db: Database,
     private readonly t: DecisionTables,
   ) {}
+
+  async controlRequests(runIds: readonly string[]): Promise<Map<string, ControlRequests>> {
+    const found = new Map<string, ControlRequests>();
+    if (!runIds.length) return found;
+    // the runs with a cancel or an unapplied decision only: almost always none
+    const { rows } = await this.db.pool.query(
+      `SELECT r.run_id, r.cancel_reason, r.cancel_requested_at, r.cancel_by,
+         (SELECT coalesce(json_agg(json_build_object('stepId', d.step_id, 'round', d.round, 'decision', d.decision) ORDER BY d.created_at), '[]'::json)
+          FROM ${this.t.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied) AS decisions
+       FROM ${this.t.runs} r WHERE r.run_id = ANY($1::text[])
+         AND (r.cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM ${this.t.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied))`,
+      [runIds],
+    );
+    for (const r of rows)
+      found.set(r.run_id, {
+        cancel: r.cancel_requested_at
+          ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) }
+          : null,
+        decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({
+          ...d,
+          round: Number(d.round),
+        })),
+      });
+    return found;
+  }
 
   async recordDecision(runId: string, stepId: string, round: number, d: Decision): Promise<RecordDecisionResult> {
     const ins = await this.db.pool.query(

@@ -19,7 +19,6 @@ import { ViewGenerations } from "./view-generations.js";
 import { shiftParams, type StatementRider } from "./statement-rider.js";
 import {
   LeaseLostError,
-  type ControlRequests,
   type NewRun,
   type RunChange,
   type RunChangeListener,
@@ -354,25 +353,8 @@ export class PgRunStore implements RunStore {
     this.generations?.bump(runId);
   }
 
-  async controlRequests(runId: string): Promise<ControlRequests> {
-    const { rows } = await this.db.pool.query(
-      `SELECT r.cancel_reason, r.cancel_requested_at, r.cancel_by,
-         (SELECT coalesce(json_agg(json_build_object('stepId', d.step_id, 'round', d.round, 'decision', d.decision) ORDER BY d.created_at), '[]'::json)
-          FROM ${this.decisions} d WHERE d.run_id = r.run_id AND NOT d.applied) AS decisions
-       FROM ${this.runs} r WHERE r.run_id = $1`,
-      [runId],
-    );
-    const r = rows[0];
-    if (!r) return { cancel: null, decisions: [] };
-    return {
-      cancel: r.cancel_requested_at
-        ? { reason: r.cancel_reason ?? "", at: new Date(r.cancel_requested_at).toISOString(), ...(r.cancel_by ?? {}) }
-        : null,
-      decisions: (r.decisions as { stepId: string; round: number; decision: Decision }[]).map((d) => ({
-        ...d,
-        round: Number(d.round),
-      })),
-    };
+  controlRequests(runIds: readonly string[]) {
+    return this.decisionRows.controlRequests(runIds);
   }
 
   recordDriveFailure(...a: Parameters<PgLeases["recordDriveFailure"]>) {

@@ -265,8 +265,11 @@ export interface RunStore extends EventLog, IntentLog {
   claimRunnable(owner: string, ttlMs: number, limit: number): Promise<string[]>;
   /** Record a cancel request (the first reason wins); no-op on a run that cannot change any more. */
   requestCancel(runId: string, reason: string, acting?: Acting): Promise<void>;
-  /** The cancel request and the unapplied decisions of a run (the running drive's poll). */
-  controlRequests(runId: string): Promise<ControlRequests>;
+  /**
+   * The cancel requests and unapplied decisions of these runs, in one read (the executing
+   * process's poll, src/runtime/control-poll.ts): only the runs that have either are answered.
+   */
+  controlRequests(runIds: readonly string[]): Promise<Map<string, ControlRequests>>;
   /**
    * A drive of the run threw with `error` (not a lost lease): count it and back off, or, after
    * `policy.maxFailures` consecutive failures or when `permanent`, fail the run for good
