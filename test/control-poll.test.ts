@@ -29,13 +29,10 @@ describe("the control poll", () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const reads: string[][] = [];
     let answer: (m: Map<string, ControlRequests>) => void = () => undefined;
-    const poll = new ControlPoll(
-      (ids) => {
-        reads.push([...ids]);
-        return new Promise((r) => (answer = r));
-      },
-      100,
-    );
+    const poll = new ControlPoll((ids) => {
+      reads.push([...ids]);
+      return new Promise((r) => (answer = r));
+    }, 100);
     const told: string[] = [];
     const unwatch = ["r1", "r2", "r3"].map((id) => poll.watch(id, (req) => told.push(`${id}:${req.cancel?.reason}`)));
     await vi.advanceTimersByTimeAsync(99);
@@ -47,7 +44,12 @@ describe("the control poll", () => {
     expect(reads.length).toBe(1);
     // r3 stops being watched while the read is out: it is not told, r2 (answered) is
     unwatch[2]!();
-    answer(new Map([["r2", cancelled("stop r2")], ["r3", cancelled("stop r3")]]));
+    answer(
+      new Map([
+        ["r2", cancelled("stop r2")],
+        ["r3", cancelled("stop r3")],
+      ]),
+    );
     await vi.advanceTimersByTimeAsync(0);
     expect(told).toEqual(["r2:stop r2"]);
     await vi.advanceTimersByTimeAsync(100);
