@@ -9,6 +9,9 @@
  * - every event is stored exactly once, in the order it was emitted (batches, rides, fallbacks);
  *   a ride's failed statement stops the drive: what was stored then is the events emitted first;
  * - a node's writes commit only with its events (riding) or after them (stored first): never ahead;
+ * - a functional task's result write (src/runtime/task-ride.ts, the real wrapper over a fake saver)
+ *   carries the events buffered when it is put or goes on its own: an event reporting a task's
+ *   result is stored with that result's statement or after it committed, never before;
  * - a ride's statement starts only after the task writes in flight when it was claimed settled;
  * - a final checkpoint told "all stored" (after waiting for every batch) finds every event emitted so far stored;
  * - nothing deadlocks: every put, every final checkpoint and the drain settle.
@@ -16,12 +19,18 @@
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect } from "vitest";
 import { EventBatches } from "../src/runtime/event-batches.js";
+import { EVENTS_RIDE_KEY } from "../src/kernel/node-rides.js";
 import type { EmittedEvent, RunEvent } from "../src/kernel/events.js";
 import type { AppendRider } from "../src/store/run-store.js";
+import { rideTaskWrites } from "../src/runtime/task-ride.js";
+import type { WriteBarrier } from "../src/runtime/write-barrier.js";
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import type { StatementRider } from "../src/store/statement-rider.js";
 
 type Op =
   | { kind: "emit" }
   | { kind: "write"; ticks: number }
+  | { kind: "task"; ticks: number; after: number; next: boolean }
   | { kind: "node"; events: number; ticks: number; applies: boolean; fails: boolean }
   | { kind: "final"; ticks: number }
   | { kind: "wait"; ticks: number };
@@ -35,6 +44,16 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("write" as const), ticks: fc.integer({ min: 0, max: 4 }) }) },
   {
     weight: 3,
+    // a task's result is put; `after` microtasks later the scheduler reports it (and, `next`, starts another)
+    arbitrary: fc.record({
+      kind: fc.constant("task" as const),
+      ticks: fc.integer({ min: 0, max: 4 }),
+      after: fc.integer({ min: 0, max: 3 }),
+      next: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
     arbitrary: fc.record({
       kind: fc.constant("node" as const),
       events: fc.integer({ min: 0, max: 3 }),
@@ -46,6 +65,9 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("final" as const), ticks: fc.integer({ min: 0, max: 3 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("wait" as const), ticks: fc.integer({ min: 0, max: 3 }) }) },
 );
+
+/** How often a task's result carried events, and went alone, across the property's runs. */
+const coverage = { taskRides: 0, taskAlone: 0 };
 
 async function simulate(ops: Op[], delays: number[], canRide: boolean) {
   let d = 0;
@@ -61,6 +83,16 @@ async function simulate(ops: Op[], delays: number[], canRide: boolean) {
   const stored: string[] = [];
   const violations: string[] = [];
   const settledWrites = new Set<Promise<unknown>>();
+  // an event reporting a task's result, and the results committed
+  const reports = new Map<string, string>();
+  const committedResults = new Set<string>();
+  const ahead = (keys: string[], self?: string) => {
+    for (const k of keys) {
+      const w = reports.get(k);
+      if (w !== undefined && w !== self && !committedResults.has(w))
+        violations.push(`${k} stored before the result of ${w} it reports`);
+    }
+  };
   const finals = new Set<Promise<unknown>>();
   const numbered = (batch: EmittedEvent[]): RunEvent[] => batch.map((e) => ({ ...e, runId: "r", seq: 0 }));
   // whether the next ride's condition holds / its statement fails (set per node op)
@@ -72,16 +104,18 @@ async function simulate(ops: Op[], delays: number[], canRide: boolean) {
       await Promise.allSettled([...inflight].filter((w) => !finals.has(w)));
     },
     append: async (batch) => {
+      ahead(batch.map((e) => e.key));
       await ticks(delay());
       stored.push(...batch.map((e) => e.key));
       return numbered(batch);
     },
     ...(canRide
       ? {
-          rider: (batch: EmittedEvent[]): AppendRider => {
+          rider: (batch: EmittedEvent[]): AppendRider & { keys: string[] } => {
             const ok = applies;
             let applied = false;
             return {
+              keys: batch.map((e) => e.key),
               params: [],
               guard: "true",
               sql: () => ({ ctes: "", select: "" }),
@@ -111,6 +145,46 @@ async function simulate(ops: Op[], delays: number[], canRide: boolean) {
     else if (op.kind === "write") {
       const w = track(ticks(op.ticks));
       void w.then(() => settledWrites.add(w));
+    } else if (op.kind === "task") {
+      const taskId = `task${task++}`;
+      const statement = async (rider: StatementRider | undefined) => {
+        const keys = (rider as { keys?: string[] } | undefined)?.keys ?? [];
+        ahead(keys, taskId);
+        if (keys.length) coverage.taskRides++;
+        else coverage.taskAlone++;
+        await ticks(op.ticks);
+        committedResults.add(taskId);
+        rider?.committed({});
+      };
+      const saver = {
+        putWrites: () => statement(undefined),
+        putWritesWith: (_c: unknown, _w: unknown, _t: unknown, rider?: StatementRider) => statement(rider),
+      } as unknown as BaseCheckpointSaver;
+      // the barrier tracks task and node writes, not checkpoints (a final one is no write here)
+      const barrier = {
+        inflightNow: () => new Set([...inflight].filter((x) => !finals.has(x))),
+      } as unknown as WriteBarrier;
+      const wrapped = rideTaskWrites(saver, barrier);
+      // as the write barrier does: the write is tracked once put
+      const w = track(
+        wrapped.putWrites(
+          { configurable: { thread_id: "r", checkpoint_ns: "", [EVENTS_RIDE_KEY]: batches } },
+          [["__return__", 1]],
+          taskId,
+        ),
+      );
+      void w.then(
+        () => settledWrites.add(w),
+        () => settledWrites.add(w),
+      );
+      pending.push(w.catch(() => undefined));
+      // the scheduler sees the result in the microtasks that follow and reports it
+      void (async () => {
+        for (let i = 0; i < op.after; i++) await Promise.resolve();
+        const key = emit();
+        reports.set(key, taskId);
+        if (op.next) emit();
+      })();
     } else if (op.kind === "wait") await ticks(op.ticks);
     else if (op.kind === "final") {
       // a final checkpoint: tracked like every write, asking first whether it may carry the projection
@@ -180,4 +254,8 @@ describe("event batches and node rides", () => {
       else expect(stored).toEqual(emitted);
     },
   );
+  test("the generated runs put task results both carrying events and alone", () => {
+    expect(coverage.taskRides).toBeGreaterThan(50);
+    expect(coverage.taskAlone).toBeGreaterThan(50);
+  });
 });

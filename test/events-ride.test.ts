@@ -30,6 +30,7 @@ describe("rideNodeWrites", () => {
     const rides: NodeRides = {
       offer: () => true,
       claim: (taskId: string, put: PutWrites) => (taskId === "node" ? put(rider) : undefined),
+      rideTask: () => undefined,
     };
     const write = (taskId: string, configurable: Record<string, unknown>) =>
       wrapped.putWrites({ configurable: { thread_id: "t", checkpoint_id: "c", ...configurable } }, [["x", 1]], taskId);

@@ -14,6 +14,12 @@ export interface NodeRides {
   offer(taskId: string, keys: string[]): boolean;
   /** The node task's writes are being put: their statement, carrying its events; undefined: put them as usual. */
   claim(taskId: string, put: PutWrites): Promise<void> | undefined;
+  /**
+   * A functional task's result is being put (src/runtime/task-ride.ts): the events buffered now
+   * ride in its statement once `before` (the writes started before it) settled; undefined when
+   * they cannot (nothing buffered, or a batch is being cut: the result is put as usual).
+   */
+  rideTask(put: PutWrites, before: () => Promise<unknown>): Promise<void> | undefined;
 }
 
 /** The drive's rides, from a node's or a write's configurable. */

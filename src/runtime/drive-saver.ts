@@ -3,17 +3,20 @@
  * need, innermost first.
  *
  * 1. final-ride.ts: a run's last root checkpoint may carry its projection (one statement).
- * 2. write-barrier.ts: every write, and each checkpoint saved, tracked per run (events never ahead
+ * 2. task-ride.ts: a functional task's result may carry the events it led to. Below the barrier,
+ *    which tracks the write from the moment it is put (a flush waits for it, ride included).
+ * 3. write-barrier.ts: every write, and each checkpoint saved, tracked per run (events never ahead
  *    of the writes they report).
- * 3. events-ride.ts: a node's writes may carry its events. Above the barrier: a ride first waits
+ * 4. events-ride.ts: a node's writes may carry its events. Above the barrier: a ride first waits
  *    for the writes its events report, and an event batch waiting on the barrier must not wait on
  *    a ride that waits on that batch; the carrying statement itself is tracked below.
- * 4. fresh-thread.ts: a new run's first read of its empty thread answered without a query.
+ * 5. fresh-thread.ts: a new run's first read of its empty thread answered without a query.
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { answerFreshThreads } from "./fresh-thread.js";
 import { canRide, rideFinalCheckpoints } from "./final-ride.js";
 import { canCarryEvents, rideNodeWrites } from "./events-ride.js";
+import { rideTaskWrites } from "./task-ride.js";
 import type { WriteBarrier } from "./write-barrier.js";
 import type { RunStore } from "../store/run-store.js";
 
@@ -24,7 +27,9 @@ export function driveSaver(
 ): BaseCheckpointSaver {
   // each checkpoint saved moves the embedded store's view version
   const saved = store.viewGeneration ? (runId: string) => store.viewChanged?.(runId) : undefined;
-  return answerFreshThreads(rideNodeWrites(barrier.wrap(rideFinalCheckpoints(checkpointer), saved)));
+  return answerFreshThreads(
+    rideNodeWrites(barrier.wrap(rideTaskWrites(rideFinalCheckpoints(checkpointer), barrier), saved)),
+  );
 }
 
 /** What a drive may ride on this checkpointer (the drive asks its store too). */

@@ -36,6 +36,8 @@ export class EventBatches implements NodeRides {
   /** The last batch cut (appending or riding): the next one starts after it. */
   private turn: Promise<void> = Promise.resolve();
   private cutting = 0;
+  /** Of the batches in turn (`cutting`), those cut by a task's write riding (rideTask). */
+  private taskRides = 0;
   /** A flush waiting for the writes in flight before it cuts. */
   private waiting: Promise<void> | undefined;
   /** Node tasks whose events wait for their writes (offered, not yet claimed), with what ends the wait. */
@@ -114,26 +116,30 @@ export class EventBatches implements NodeRides {
       const batch = this.cut();
       // the task writes these events report are saved first
       if (batch.length) await this.deps.settled();
-      const rider = batch.length && !this.failedOnce ? this.deps.rider!(batch) : undefined;
-      if (!rider) {
-        if (batch.length) await this.store(batch);
-        return put(undefined);
-      }
-      try {
-        await put(rider);
-      } catch (e) {
-        // nothing of the statement committed: as a failed append, the drive stops
-        this.fail(e);
-        throw e;
-      }
-      const numbered = rider.numbered();
-      if (numbered) return this.stored(batch, numbered);
-      // the run row was not as this process left it: nothing was written; events first, then the writes
-      await this.store(batch);
-      await put(undefined);
+      return this.ride(batch, put);
     });
     end();
     return done;
+  }
+
+  rideTask(put: PutWrites, before: () => Promise<unknown>): Promise<void> | undefined {
+    // behind task rides only: a flush or a node's ride in turn waits for the run's writes, this
+    // one included, and this write waiting for its turn behind it would wait for itself. Task
+    // rides ahead wait only for writes started before theirs, never for a later one.
+    if (!this.deps.rider || this.failedOnce || this.closed || this.offered.size || !this.buffer.length)
+      return undefined;
+    if (this.cutting !== this.taskRides) return undefined;
+    // cut now: an event pushed later may report a write started after this one
+    const batch = this.cut();
+    this.taskRides++;
+    return this.inTurn(async () => {
+      try {
+        await before();
+        await this.ride(batch, put);
+      } finally {
+        this.taskRides--;
+      }
+    });
   }
 
   /**
@@ -185,6 +191,27 @@ export class EventBatches implements NodeRides {
     this.closed = true;
     for (const end of [...this.offered.values()]) end();
     for (const w of this.waiters.splice(0)) w.resolve();
+  }
+
+  /** Writes put with `batch` riding in their statement (or, where it cannot ride, after it). */
+  private async ride(batch: EmittedEvent[], put: PutWrites): Promise<void> {
+    const rider = batch.length && !this.failedOnce ? this.deps.rider!(batch) : undefined;
+    if (!rider) {
+      if (batch.length) await this.store(batch);
+      return put(undefined);
+    }
+    try {
+      await put(rider);
+    } catch (e) {
+      // nothing of the statement committed: as a failed append, the drive stops
+      this.fail(e);
+      throw e;
+    }
+    const numbered = rider.numbered();
+    if (numbered) return this.stored(batch, numbered);
+    // the run row was not as this process left it: nothing was written; events first, then the writes
+    await this.store(batch);
+    await put(undefined);
   }
 
   private cut(): EmittedEvent[] {

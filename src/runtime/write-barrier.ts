@@ -60,6 +60,11 @@ export class WriteBarrier {
     return this.inflight.get(threadId)?.size ?? 0;
   }
 
+  /** The writes in flight for a thread now, as a copy (a task's write rides on what it saw: task-ride.ts). */
+  inflightNow(threadId: string): Set<Promise<unknown>> {
+    return new Set(this.inflight.get(threadId));
+  }
+
   private track<T>(threadId: unknown, write: Promise<T>): Promise<T> {
     if (typeof threadId !== "string") return write;
     let writes = this.inflight.get(threadId);
