@@ -19,6 +19,7 @@ import { defineSkill } from "../src/skills/contract.js";
 import { openRuntime, type OpenedRuntime } from "../src/runtime/open.js";
 import { countStatements } from "../src/store/commit-points.js";
 import { bareGraph } from "./durable.js";
+import { bareChainGraph, chain, STEP_MS } from "./api-throughput.js";
 import { noopPlan } from "./overhead.js";
 import { postgresCpuSeconds } from "./procs.js";
 import { emitLine, log, now, round, isMain } from "./timing.js";
@@ -60,12 +61,26 @@ const bare =
     await bareGraph(o.saver).invoke({ n, shape }, { configurable: { thread_id: randomUUID() } });
   };
 
+/** Chains of steps that take time (STEP_MS each, as real skills do): each result is written apart. */
+const timed = async (o: OpenedRuntime): Promise<void> => {
+  const v = await o.runtime.run(chain(20, STEP_MS)).result;
+  if (v.status !== "completed") throw new Error(`run ended ${v.status}`);
+};
+const bareTimedGraphs = new WeakMap<object, ReturnType<typeof bareChainGraph>>();
+const bareTimed = async (o: OpenedRuntime): Promise<void> => {
+  let g = bareTimedGraphs.get(o.saver);
+  if (!g) bareTimedGraphs.set(o.saver, (g = bareChainGraph(o.saver)));
+  await g.invoke({ n: 20 }, { configurable: { thread_id: randomUUID() } });
+};
+
 const SHAPES: ShapeSpec[] = [
   { name: "bare LangGraph: one-node graph, 1 task()", steps: 1, run: bare(1, "chain") },
   { name: "bare LangGraph: chain of 20 task()", steps: 20, run: bare(20, "chain") },
+  { name: `bare LangGraph: chain of 20 task() of ${STEP_MS} ms`, steps: 20, run: bareTimed },
   { name: "trivial (1 step)", steps: 1, run: plain(1, "chain") },
   { name: "chain of 20", steps: 20, run: plain(20, "chain") },
   { name: "fan-out of 20", steps: 20, run: plain(20, "fanout") },
+  { name: `chain of 20 core.wait steps of ${STEP_MS} ms`, steps: 20, run: timed },
   {
     name: "chain of 3, the middle one approved",
     steps: 3,
