@@ -169,7 +169,7 @@ async function simulate(ops: Op[], delays: number[], canRide: boolean) {
       const w = track(
         wrapped.putWrites(
           { configurable: { thread_id: "r", checkpoint_ns: "", [EVENTS_RIDE_KEY]: batches } },
-          [["__return__", 1]],
+          [["__return__", { ok: true }]],
           taskId,
         ),
       );

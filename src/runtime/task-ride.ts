@@ -20,13 +20,35 @@
  * batch's flush waiting for the run's writes waits for this one, ride included.
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import type { PendingWrite } from "@langchain/langgraph-checkpoint";
 import { ridesOf } from "../kernel/node-rides.js";
 import type { PutWritesWith } from "../store/saver.js";
+import type { StatementRider } from "../store/statement-rider.js";
+import { TASK_RESULT_MARK } from "../store/commit-points.js";
 import { canCarryEvents } from "./events-ride.js";
 import type { WriteBarrier } from "./write-barrier.js";
 
 /** The channel LangGraph writes a functional task's result to (RETURN, not exported by the package). */
 const RETURN = "__return__";
+
+/**
+ * A task's successful result (an attempt's `{ ok: true, … }`, a preview's): the chain's hot path,
+ * whose events (completed, next started) follow at once. A failed one is put at once, as before:
+ * what it leads to is a retry's backoff, a halt or a rollback, not the next event, and a halt's
+ * records must not overtake it (the cancel-crash test kills between the two).
+ */
+const succeeded = (w: PendingWrite) => w[0] === RETURN && (w[1] as { ok?: unknown } | null)?.ok === true;
+
+/** The rider, its statement marked as a task result's (its crash point is its own: commit-points.ts). */
+function marked(rider: StatementRider): StatementRider {
+  return {
+    ...rider,
+    sql: (base) => {
+      const s = rider.sql(base);
+      return { ...s, ctes: `${TASK_RESULT_MARK} ${s.ctes}` };
+    },
+  };
+}
 
 export function rideTaskWrites(saver: BaseCheckpointSaver, barrier: WriteBarrier): BaseCheckpointSaver {
   if (!canCarryEvents(saver)) return saver;
@@ -35,7 +57,7 @@ export function rideTaskWrites(saver: BaseCheckpointSaver, barrier: WriteBarrier
   wrapped.putWrites = (config, writes, taskId) => {
     const c = config.configurable as Record<string, unknown> | undefined;
     const thread = c?.thread_id;
-    const rides = !c?.checkpoint_ns && writes.every((w) => w[0] === RETURN) ? ridesOf(c) : undefined;
+    const rides = !c?.checkpoint_ns && writes.every(succeeded) ? ridesOf(c) : undefined;
     if (!rides || typeof thread !== "string" || !writes.length) return saver.putWrites(config, writes, taskId);
     // the barrier adds this write once we return: what it holds now was started before it
     const before = barrier.inflightNow(thread);
@@ -45,7 +67,7 @@ export function rideTaskWrites(saver: BaseCheckpointSaver, barrier: WriteBarrier
       const ride =
         newer === 1 // this write only
           ? rides.rideTask(
-              (rider) => withRider(config, writes, taskId, rider),
+              (rider) => withRider(config, writes, taskId, rider && marked(rider)),
               () => Promise.allSettled([...before]),
             )
           : undefined;

@@ -34,6 +34,7 @@ export function writesOf(sql: string): string[] {
     const column = verb === "update" && m[3] ? `(${m[3].toLowerCase()}${m[4] ? "=null" : ""})` : "";
     out.push(`${verb}.${table}${column}`);
   }
+  if (sql.includes(TASK_RESULT_MARK)) out.push(TASK_RESULT);
   if (/^\s*(with|select)\b/i.test(sql))
     for (const m of sql.matchAll(CALL_RE)) {
       if (m[1]) continue;
@@ -44,12 +45,27 @@ export function writesOf(sql: string): string[] {
 }
 
 /**
+ * The marker of a statement carrying a functional task's result with events riding
+ * (src/runtime/task-ride.ts), reported by `writesOf` as this pseudo-write: the statement's SQL
+ * is a node's ride's, and a crash point must still tell the two apart.
+ */
+export const TASK_RESULT_MARK = "/* task result */";
+export const TASK_RESULT = "ride.task_result";
+
+/**
  * The point a commit of these writes passes: the same set of writes is the same boundary, whether
  * one statement or a transaction makes it (the event log appends either way, by contention).
+ * Every commit of checkpoint writes starts `checkpoint:putWrites` (plain; `+<what rides>` for a
+ * node's writes carrying events; `(task)+<what rides>` for a task's result carrying them), so
+ * `checkpoint:putWrites*` counts them all (src/kernel/faults.ts).
  */
 export function commitPointName(writes: readonly string[]): string {
   if (writes.includes("insert.checkpoints")) return "checkpoint:put";
-  if (writes.length && writes.every((w) => w === "insert.checkpoint_writes")) return "checkpoint:putWrites";
+  if (writes.includes("insert.checkpoint_writes")) {
+    const head = writes.includes(TASK_RESULT) ? "checkpoint:putWrites(task)" : "checkpoint:putWrites";
+    const rest = [...new Set(writes)].filter((w) => w !== "insert.checkpoint_writes" && w !== TASK_RESULT).sort();
+    return rest.length ? `${head}+${rest.join("+")}` : head;
+  }
   return `db_commit:${[...new Set(writes)].sort().join("+")}`;
 }
 

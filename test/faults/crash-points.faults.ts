@@ -101,7 +101,7 @@ const totals = {
   doubles: 0,
   idempotentRuns: 0,
   ms: 0,
-  /** Kills at a node's writes carrying its events (kill-plan.ts isRide): planned, landed. */
+  /** Kills at writes carrying their events, a node's or a task result's (kill-plan.ts isRide): planned, landed. */
   rides: 0,
   ridesLanded: 0,
 };
@@ -110,12 +110,12 @@ afterAll(() => {
   // printed for the README's durability section
   console.log(
     `crash-point suite (${serverUrl ? "server Postgres" : "embedded PGlite"}, seed ${SEED}${MAX_N < Infinity ? `, first ${MAX_N} passages + ${SAMPLE} sampled per point` : ", every passage"}): ` +
-      `${totals.shapes} shapes, ${totals.recorded} commits recorded at ${totals.points} distinct points, ${totals.kills} kills, ${totals.landed} landed (${totals.ridesLanded} of ${totals.rides} at a node's writes carrying its events), ` +
+      `${totals.shapes} shapes, ${totals.recorded} commits recorded at ${totals.points} distinct points, ${totals.kills} kills, ${totals.landed} landed (${totals.ridesLanded} of ${totals.rides} at writes carrying their events: a node's or a task result's), ` +
       `${totals.doubles} double crashes, idempotent steps ran ${totals.idempotentRuns} times across all killed and recovering processes, ${Math.round(totals.ms / 1000)} s\n` +
       reach.join("\n"),
   );
   // a ride's point may be missed by one kill (timing), never by all of them
-  if (totals.rides) expect(totals.ridesLanded, "kills at a node's writes carrying its events").toBeGreaterThan(0);
+  if (totals.rides) expect(totals.ridesLanded, "kills at writes carrying their events").toBeGreaterThan(0);
 });
 
 const only = process.env.FAULT_SHAPES?.split(",");

@@ -18,14 +18,15 @@ export const TIMED = [
 export const isTimed = (point: string) => TIMED.some((r) => r.test(point));
 
 /**
- * A node's events riding in its writes' statement (src/runtime/events-ride.ts): whether that
+ * A node's events riding in its writes' statement (src/runtime/events-ride.ts), or a step's in its
+ * task result's (`checkpoint:putWrites(task)+…`, src/runtime/task-ride.ts): whether that
  * statement carries events depends on whether a batch cut earlier (on the flush's own wait) had
  * already stored them, so a killed run may pass it fewer times than the clean one, or not at all
  * (its writes then go on their own, a point of their own). The suite still requires kills at it
  * to land somewhere (crash-points.faults.ts).
  */
 export const isRide = (point: string) =>
-  /insert\.checkpoint_writes/.test(point) && /insert\.tool_chain_event_logs/.test(point);
+  /^checkpoint:putWrites/.test(point) && /insert\.tool_chain_event_logs/.test(point);
 
 export interface Recorded {
   /** Passages in the order they happened: `point:n`. */
