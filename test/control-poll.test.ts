@@ -56,7 +56,7 @@ describe("the control poll", () => {
     expect(reads.at(-1)).toEqual(["r1", "r2"]);
     answer(new Map());
     await vi.advanceTimersByTimeAsync(0);
-    // a failed read is no failure of the runs: the next tick reads again
+    // nothing watched: the interval is gone and nothing is read
     unwatch[0]!();
     unwatch[1]!();
     expect(poll.size).toBe(0);
