@@ -14,6 +14,7 @@ import { countStatements } from "../src/store/commit-points.js";
 import type { AppendRider } from "../src/store/run-store.js";
 import { EffectLedger, effectSkill } from "./helpers/skills.js";
 import { closing, openOwnRuntime, type OwnRuntime } from "./helpers/own-runtime.js";
+import { waitFor } from "./helpers/wait.js";
 
 const STEPS = 12;
 const timedChain = (ms: number) => ({
@@ -98,14 +99,13 @@ describe("a step's events in its result's statement", () => {
       await h.result.catch(() => undefined);
       // the step whose result was lost had claimed its intent before its effect: it may have
       // happened, so it is never run again but reconciled; t.send cannot tell, so a person is asked
-      const row = await (async () => {
-        for (let i = 0; i < 200; i++) {
+      const row = await waitFor(
+        async () => {
           const row = await o.runtime.store.getRow(h.runId);
-          if (row?.status === "waiting_confirmation" && !row.leaseOwner) return row;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        throw new Error(`run did not wait: ${JSON.stringify(await o.runtime.store.getRow(h.runId))}`);
-      })();
+          return row?.status === "waiting_confirmation" && !row.leaseOwner ? row : undefined;
+        },
+        { what: "the run waits for a person", timeoutMs: 10_000, intervalMs: 50 },
+      );
       expect(sent).toBeGreaterThanOrEqual(3);
       expect(failures).toEqual([expect.stringMatching(/could not serialize/)]);
       expect(row.pendingConfirmations).toEqual([expect.objectContaining({ kind: "in_doubt", inDoubt: true })]);

@@ -1,7 +1,8 @@
 /**
  * Decisions, quorum votes, approval expiries and intent claims in Postgres: one row per (run, step,
  * round) decision and per (run, step, round, principal) vote, inserted idempotently (a repeat is
- * told apart from a conflicting second decision), and one intent per (run, step, attempt).
+ * told apart from a conflicting second decision), and one intent per (run, step, attempt); the
+ * executing process's read of the cancels and unapplied decisions of its runs (controlRequests).
  */
 import type { Decision } from "../kernel/decision.js";
 import { table, type Database } from "./db.js";
