@@ -298,9 +298,9 @@ describe.each(backends)("worker, retention and drive failures on $name", (backen
     expect((await a.store.getRow(v.runId))!.driveFailures).toBe(0);
 
     // a drive whose process paused past its lease: the other process took the run over
-    const renew = a.store.renewLease.bind(a.store);
+    const renew = a.store.renewLeases.bind(a.store);
     let paused = true;
-    a.store.renewLease = async (...args) => (paused ? true : renew(...args));
+    a.store.renewLeases = async (...args) => (paused ? new Set(args[0]) : renew(...args));
     const h = a.run({ steps: [{ stepId: "slow", skillName: "test.effect", arguments: { label: "slow", ms: 1_500 } }] });
     await waitFor(() => ledger.log.includes("effect:slow"), { what: "slow step started" });
     await waitFor(async () => (await b.recover()).includes(h.runId), { intervalMs: 25, what: "takeover by b" });

@@ -31,7 +31,7 @@ function dyingAt(store: MemoryRunStore, dieAt: string): { store: RunStore; died:
           died();
         }
         // a dead process writes nothing more: no events, no lease heartbeat, no release
-        if (dead && ["append", "renewLease", "releaseLease", "sync", "markApplied"].includes(String(prop)))
+        if (dead && ["append", "renewLeases", "releaseLease", "sync", "markApplied"].includes(String(prop)))
           return never;
         return v.apply(target, args);
       };

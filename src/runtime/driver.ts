@@ -37,6 +37,7 @@ import { emitRuntimeSignal } from "../telemetry/signals.js";
 import { logger } from "../telemetry/log.js";
 import type { RunRow } from "../store/run-store.js";
 import type { ControlPoll } from "./control-poll.js";
+import type { LeaseKeeper } from "./lease-keeper.js";
 
 export type Graph = ReturnType<typeof compileToolchainGraph>;
 
@@ -48,6 +49,8 @@ export interface DriveDeps {
   leaseTtlMs: number;
   /** Where a running drive learns of cancels and decisions recorded by other processes. */
   controlPoll: ControlPoll;
+  /** Renews the leases of every run this process drives, in one statement per beat. */
+  leases: LeaseKeeper;
   /** Bounded re-drives of a run whose drive throws. */
   driveRetry: DriveRetryPolicy;
   /** The run's view from its checkpoint. */
@@ -181,7 +184,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
   // the drive's `invoke_workflow` span (src/telemetry/run-spans.ts; a no-op with tracing off)
   let spans: DriveTrace = NO_DRIVE_TRACE;
   const result = outsideCallerContext(async () => {
-    let heartbeat: NodeJS.Timeout | undefined;
+    let unhold = (): void => undefined;
     let unwatch = (): void => undefined;
     try {
       await ready;
@@ -208,17 +211,8 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
         },
       });
       deps.controls.setTraceContext(runId, spans.ctx);
-      heartbeat = setInterval(
-        () => {
-          store.renewLease(runId, owner, leaseTtlMs).then(
-            (ok) => {
-              if (!ok)
-                return stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`));
-            },
-            () => undefined, // a transient database error: the next beat retries; expiry protects others
-          );
-        },
-        Math.max(50, Math.floor(leaseTtlMs / 3)),
+      unhold = deps.leases.hold(runId, () =>
+        stop.abort(new ToolchainError(ErrorCode.RUN_NOT_ACTIVE, `lost the lease on run ${runId}`)),
       );
       // cancels and decisions recorded by other processes while this one executes the run
       unwatch = deps.controlPoll.watch(runId, (req) => {
@@ -251,7 +245,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
                     rider.committed(row);
                     ridden = view;
                     released = true;
-                    clearInterval(heartbeat);
+                    unhold();
                     unwatch();
                   },
                 }
@@ -320,7 +314,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       const marks = waited || waiting.size > 0 || start.input instanceof Command;
       if (!marks) {
         // nothing left for this drive after its sync: the sync releases the lease (one statement)
-        clearInterval(heartbeat);
+        unhold();
         unwatch();
         if (!rode) await store.sync(view, owner, { releaseLease: true });
         released = true;
@@ -372,7 +366,7 @@ export function startDrive(deps: DriveDeps, runId: string, start: DriveInput, do
       throw new DriveFailedError(runId, err, outcome);
     } finally {
       streaming = false;
-      clearInterval(heartbeat);
+      unhold();
       unwatch();
       batches.releaseAll();
       if (!released) await store.releaseLease(runId, owner).catch(() => undefined);

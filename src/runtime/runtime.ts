@@ -24,6 +24,7 @@ import { SkillRegistry } from "../skills/registry.js";
 import { MemoryRunStore } from "../store/memory-run-store.js";
 import { DEFAULT_DRIVE_RETRY, type DriveRetryPolicy, type RunRow, type RunStore } from "../store/run-store.js";
 import { ControlPoll } from "./control-poll.js";
+import { LeaseKeeper } from "./lease-keeper.js";
 import { WriteBarrier } from "./write-barrier.js";
 import { Recording } from "./recording.js";
 import { driveSaver, ridesOn } from "./drive-saver.js";
@@ -81,8 +82,9 @@ export class Runtime {
   private drives = 0;
   private readonly allowSkill?: (name: string) => boolean;
   private readonly leaseTtlMs: number;
-  /** One read of other processes' cancels and decisions for every run this process executes. */
+  /** One statement per beat for every run this process executes: control reads, lease renewals. */
   private readonly controlPoll: ControlPoll;
+  private readonly leases: LeaseKeeper;
   private readonly driveRetry: DriveRetryPolicy;
   private readonly versionGraceMs: number;
   readonly planBudget: PlanBudget;
@@ -115,6 +117,7 @@ export class Runtime {
     this.owner = opts.owner ?? defaultOwner();
     this.leaseTtlMs = opts.leaseTtlMs ?? 15_000;
     this.controlPoll = new ControlPoll((ids) => this.store.controlRequests(ids), opts.decisionPollMs ?? 200);
+    this.leases = new LeaseKeeper((ids) => this.store.renewLeases(ids, this.owner, this.leaseTtlMs), this.leaseTtlMs);
     this.driveRetry = { ...DEFAULT_DRIVE_RETRY, ...opts.driveRetry };
     this.versionGraceMs = opts.versionGraceMs ?? Number(process.env.TOOLCHAIN_VERSION_GRACE_MS ?? 3_600_000);
     this.planBudget = { ...planBudgetFromEnv(), ...opts.planBudget };
@@ -430,6 +433,7 @@ export class Runtime {
       owner: this.owner,
       leaseTtlMs: this.leaseTtlMs,
       controlPoll: this.controlPoll,
+      leases: this.leases,
       driveRetry: this.driveRetry,
       writesSettled: (id: string) => this.writes.settled(id),
       ...ridesOn(this.checkpointer),

@@ -158,11 +158,15 @@ export class MemoryRunStore implements RunStore {
     e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
     return { ...e.row };
   }
-  async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const e = this.get(runId);
-    if (e.row.leaseOwner !== owner) return false;
-    e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
-    return true;
+  async renewLeases(runIds: readonly string[], owner: string, ttlMs: number): Promise<Set<string>> {
+    const held = new Set<string>();
+    for (const runId of runIds) {
+      const e = this.runs.get(runId);
+      if (!e || e.row.leaseOwner !== owner) continue;
+      e.row.leaseExpiresAt = new Date(this.now() + ttlMs);
+      held.add(runId);
+    }
+    return held;
   }
   async releaseLease(runId: string, owner: string): Promise<void> {
     const e = this.runs.get(runId);

@@ -55,12 +55,14 @@ export class PgLeases {
     return runRowFrom(rows[0]);
   }
 
-  async renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean> {
-    const { rowCount } = await this.db.pool.query(
-      `UPDATE ${this.t.runs} SET lease_expires_at = now() + ($3 || ' milliseconds')::interval WHERE run_id = $1 AND lease_owner = $2`,
-      [runId, owner, String(ttlMs)],
+  /** One statement for every lease this owner holds (src/runtime/lease-keeper.ts): the runs still held. */
+  async renewLeases(runIds: readonly string[], owner: string, ttlMs: number): Promise<Set<string>> {
+    const { rows } = await this.db.pool.query(
+      `UPDATE ${this.t.runs} SET lease_expires_at = now() + ($3 || ' milliseconds')::interval
+       WHERE run_id = ANY($1::text[]) AND lease_owner = $2 RETURNING run_id`,
+      [runIds, owner, String(ttlMs)],
     );
-    return rowCount === 1;
+    return new Set(rows.map((r) => r.run_id as string));
   }
 
   async releaseLease(runId: string, owner: string): Promise<void> {

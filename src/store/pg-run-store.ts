@@ -330,8 +330,8 @@ export class PgRunStore implements RunStore {
     return this.leases.takeLease(...a);
   }
 
-  renewLease(...a: Parameters<PgLeases["renewLease"]>) {
-    return this.leases.renewLease(...a);
+  renewLeases(...a: Parameters<PgLeases["renewLeases"]>) {
+    return this.leases.renewLeases(...a);
   }
 
   releaseLease(...a: Parameters<PgLeases["releaseLease"]>) {

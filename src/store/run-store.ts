@@ -255,7 +255,8 @@ export interface RunStore extends EventLog, IntentLog {
   acquireLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
   /** acquireLease, answering the run row as the lease was taken (undefined: another owner holds it). */
   takeLease(runId: string, owner: string, ttlMs: number): Promise<RunRow | undefined>;
-  renewLease(runId: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Renew every lease `owner` holds of these runs, in one write; answers the runs still held. */
+  renewLeases(runIds: readonly string[], owner: string, ttlMs: number): Promise<Set<string>>;
   releaseLease(runId: string, owner: string): Promise<void>;
   /**
    * Runs that need an executor: queued, active with an expired lease, or suspended with a decision
