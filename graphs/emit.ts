@@ -11,6 +11,7 @@ import { ridesOf } from "../src/kernel/node-rides.js";
 /** Where LangGraph puts a task's id in its config (CONFIG_KEY_TASK_ID, not exported by the package). */
 const TASK_ID_KEY = "__pregel_task_id";
 import type { RunState } from "./state.js";
+import { isoAt } from "../src/kernel/iso-time.js";
 
 export { eventKey };
 
@@ -53,7 +54,7 @@ export function emitter(
     if (!out) return;
     const ev: EmittedEvent = {
       type,
-      at: new Date(env.now()).toISOString(),
+      at: isoAt(env.now()),
       data,
       key: eventKey(type, stepId, keySuffix, generationOf(gens, stepId)),
     };

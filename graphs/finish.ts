@@ -11,6 +11,7 @@ import type { RunStatus } from "../src/kernel/status.js";
 import type { Emit } from "./emit.js";
 import type { RuntimeEnv } from "./env.js";
 import type { RunState, RunUpdate } from "./state.js";
+import { isoAt } from "../src/kernel/iso-time.js";
 
 type Settled = Pick<RunState, "steps" | "plan" | "halt" | "status" | "error">;
 
@@ -77,6 +78,6 @@ export function finishRun(state: RunState, update: RunUpdate, emit: Emit, env: P
     ...update,
     status,
     error: status === "completed" ? null : error,
-    updatedAt: new Date(env.now()).toISOString(),
+    updatedAt: isoAt(env.now()),
   };
 }

@@ -21,6 +21,7 @@ import { finishRun } from "./finish.js";
 import { compiledAs, compiledFor, type RuntimeEnv } from "./env.js";
 import { seedOf, SEED_KEY, threadIdOf } from "./io.js";
 import type { PlanningRecord, RunState, RunUpdate } from "./state.js";
+import { isoAt } from "../src/kernel/iso-time.js";
 
 /** A plan given to the graph itself, not through the runtime: an agent's (clamped and budgeted). */
 const STUDIO_AUTHOR: PlanAuthor = { kind: "agent", via: "studio" };
@@ -46,7 +47,7 @@ export const unplanned = (state: RunState): boolean => state.status === undefine
  * graph invocation, ends the LangGraph run in error so Studio shows it red with the code.
  */
 function runFacts(input: RunState, config: LangGraphRunnableConfig, env: RuntimeEnv) {
-  const at = () => new Date(env.now()).toISOString();
+  const at = () => isoAt(env.now());
   const seed = seedOf(config);
   const driven = SEED_KEY in (config.configurable ?? {});
   const runId = input.runId ?? threadIdOf(config) ?? "run";

@@ -16,6 +16,7 @@ import type { CompiledPlan, CompiledStep } from "../../src/plan/validate.js";
 import type { Emit } from "../emit.js";
 import type { RuntimeEnv } from "../env.js";
 import type { Decision, RunState, StepRecord } from "../state.js";
+import { isoAt } from "../../src/kernel/iso-time.js";
 
 /** The attempt was started by a process that died before its result was saved. */
 export interface InDoubt {
@@ -128,7 +129,7 @@ export class SchedulerRun {
   }
 
   iso(): string {
-    return new Date(this.env.now()).toISOString();
+    return isoAt(this.env.now());
   }
   step(id: string): CompiledStep {
     return this.compiled.byId.get(id)!;

@@ -14,17 +14,24 @@ export const DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024;
 const MIN = 1_024;
 const MAX = 2 ** 31 - 1;
 
-let cached: { raw: string | undefined; bytes: number } | undefined;
+let fromProcess: number | undefined;
 
-/** The configured budget. Throws a TypeError naming the variable when it is not an integer in range. */
-export function maxValueBytes(env: NodeJS.ProcessEnv = process.env): number {
+/**
+ * The configured budget: `env`'s, or without it the process's, read once (a value is sized several
+ * times per step, and each read of `process.env` is a call into the C++ environment). Throws a
+ * TypeError naming the variable when it is not an integer in range.
+ */
+export function maxValueBytes(env?: NodeJS.ProcessEnv): number {
+  if (env === undefined) return (fromProcess ??= parseBudget(process.env));
+  return parseBudget(env);
+}
+
+function parseBudget(env: NodeJS.ProcessEnv): number {
   const raw = env.TOOLCHAIN_MAX_VALUE_BYTES;
-  if (env === process.env && cached && cached.raw === raw) return cached.bytes;
   const bytes = raw === undefined || raw === "" ? DEFAULT_MAX_VALUE_BYTES : Number(raw);
   if (!Number.isInteger(bytes) || bytes < MIN || bytes > MAX) {
     throw new TypeError(`Expected TOOLCHAIN_MAX_VALUE_BYTES to be an integer from ${MIN} to ${MAX}, got "${raw}"`);
   }
-  if (env === process.env) cached = { raw, bytes };
   return bytes;
 }
 
