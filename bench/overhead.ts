@@ -11,6 +11,7 @@ import { createHook } from "node:async_hooks";
 import { Annotation, END, MemorySaver, START, StateGraph, task } from "@langchain/langgraph";
 import { createRuntime } from "../src/index.js";
 import { emitLine, inPhase, log, maybeGc, median, now, round, superstepsOf } from "./timing.js";
+import { floorLine } from "./floor.js";
 
 export type Shape = "chain" | "fanout";
 
@@ -164,6 +165,8 @@ export async function overheadSuite(opts: OverheadOptions): Promise<void> {
       promisesPerStep: await promisesPerStep(opts.steps, shape),
       samplesMsPerStep: Object.fromEntries(VARIANTS.map((v) => [v, samples[v].map((x) => round(x, 4))])),
     });
+    const runs = { runtime: (n: number) => runtimeRun(n, shape), bareTask: (n: number) => bareTaskRun(n, shape) };
+    await floorLine(shape, Math.min(opts.steps, 1_000), runs);
   }
 
   for (const shape of shapes) {
