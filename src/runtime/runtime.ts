@@ -470,9 +470,8 @@ export class Runtime {
   }
 
   /**
-   * A drive settled. A decision or cancel recorded while it was finishing (after its scheduler
-   * stopped listening) would otherwise wait for nobody: resume at once, and answer every holder of
-   * this handle with the outcome of that resume.
+   * A drive settled. A decision or cancel recorded while it was finishing (after its scheduler stopped listening)
+   * would otherwise wait for nobody: resume at once, and answer every holder of this handle with that resume's outcome.
    */
   private async afterDrive(runId: string, view: RunView): Promise<RunView> {
     // left for a process with the pinned skill versions: resuming here would only leave again
