@@ -104,13 +104,26 @@ async function walLsn(o: OpenedRuntime): Promise<string> {
   return (await o.db.pool.query<{ l: string }>("SELECT pg_current_wal_lsn()::text AS l")).rows[0]!.l;
 }
 
-async function storedBytes(o: OpenedRuntime): Promise<number> {
-  const { rows } = await o.db.pool.query<{ b: string }>(
-    `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS b FROM pg_class c
+/** Bytes stored by each table of the runtime's schema, with its indexes and TOAST. */
+async function storedBytes(o: OpenedRuntime): Promise<Map<string, number>> {
+  const { rows } = await o.db.pool.query<{ t: string; b: string }>(
+    `SELECT c.relname AS t, pg_total_relation_size(c.oid)::bigint AS b FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
     [o.db.schema],
   );
-  return Number(rows[0]!.b);
+  return new Map(rows.map((r) => [r.t, Number(r.b)]));
+}
+
+/** Growth per table from `before` to `after` (tables that grew only), and its sum. */
+function growth(before: Map<string, number>, after: Map<string, number>) {
+  const byTable: Record<string, number> = {};
+  let total = 0;
+  for (const [t, b] of after) {
+    const d = b - (before.get(t) ?? 0);
+    total += d;
+    if (d > 0) byTable[t] = d;
+  }
+  return { total, byTable };
 }
 
 /** `runs` runs of a shape, `inFlight` at a time: what they cost per run and per step. */
@@ -136,7 +149,7 @@ async function measureShape(o: OpenedRuntime, s: ShapeSpec, runs: number, inFlig
     (await o.db.pool.query<{ d: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::bigint AS d", [wal0]))
       .rows[0]!.d,
   );
-  const stored = (await storedBytes(o)) - bytes0;
+  const { total: stored, byTable } = growth(bytes0, await storedBytes(o));
   const steps = runs * s.steps;
   const workerCpu = (cpu.user + cpu.system) / 1e6;
   return {
@@ -154,6 +167,7 @@ async function measureShape(o: OpenedRuntime, s: ShapeSpec, runs: number, inFlig
       notifies: round((count.writes["call.pg_notify"] ?? 0) / runs, 2),
       walBytes: Math.round(wal / runs),
       storedBytes: Math.round(stored / runs),
+      storedBytesByTable: Object.fromEntries(Object.entries(byTable).map(([t, b]) => [t, Math.round(b / runs)])),
       postgresCpuMs: round((pgCpu * 1000) / runs, 3),
       workerCpuMs: round((workerCpu * 1000) / runs, 3),
     },
