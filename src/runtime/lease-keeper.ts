@@ -2,7 +2,8 @@
  * The leases of every run this process executes, renewed in ONE statement per beat (the run
  * store's `renewLeases`, answering the runs whose lease this owner still holds), not one timer
  * and one statement per run (src/runtime/run-ticker.ts). A beat comes every `ttlMs / 3`, so a
- * lease is renewed twice before it could expire, whatever the database's pace.
+ * lease is renewed twice before it could expire while each renewal answers within a beat (one is
+ * out at a time: a beat that finds the last one unanswered is skipped, not queued).
  *
  * A run the answer leaves out is lost: another process took it over after this one paused past
  * the lease (or an operator released it). Its drive is told and stops. A failed statement tells
